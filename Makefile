@@ -26,6 +26,8 @@ DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev 
             liburing-dev libfuse3-dev fuse3 libcmocka-dev libsystemd-dev libinih-dev \
             libmicrohttpd-dev libjson-c-dev rsync python3 tar findutils coreutils \
             e2fsprogs xfsprogs util-linux procps psmisc
+# packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
+DEB_DEPS += mandoc debhelper lintian rpm
 
 pc = $(shell pkg-config $(1) $(2) 2>/dev/null)
 
@@ -78,6 +80,11 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h) $(
 	    -Iinclude -Ibpf -I$(BUILD) -c $< -o $@
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+# Keep the objects: they are what `bpftool prog load`/inspection wants, and make would delete them.
+.SECONDARY: $(BPF_OBJS)
+ifneq ($(BPF_SRCS),)
+all: $(BPF_SKELS)
+endif
 
 # ---------------------------------------------------------------------------
 # diraheadd
@@ -86,8 +93,20 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
 $(DAEMON_OBJS): $(BPF_SKELS)
 $(BUILD)/diraheadd: $(DAEMON_OBJS) $(COMMON_OBJS) $(BUILD)/libdirahead.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(BPF_LIBS) $(SD_LIBS) -linih -lmicrohttpd -ljson-c $(LIB_DEPS)
-ifneq ($(DAEMON_SRCS),)
+ifneq ($(wildcard daemon/diraheadd/diraheadd.c),)
 all: $(BUILD)/diraheadd
+endif
+
+# The detector's trace harness (tests/bpf/): the detector alone, one line per event.
+DETECTOR_OBJ := $(BUILD)/daemon/diraheadd/detector.o
+$(BUILD)/tests/bpf/detector-trace.o: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/bpf/detector-trace.o: daemon/diraheadd/detector.h
+$(DETECTOR_OBJ): daemon/diraheadd/detector.h
+$(BUILD)/tests/detector-trace: $(BUILD)/tests/bpf/detector-trace.o $(DETECTOR_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BPF_LIBS)
+ifneq ($(wildcard daemon/diraheadd/detector.c),)
+tests: $(BUILD)/tests/detector-trace
 endif
 
 # ---------------------------------------------------------------------------
@@ -105,6 +124,7 @@ endif
 SLOWFS_SRCS := $(filter-out tests/slowfs/slowfsctl.c,$(wildcard tests/slowfs/*.c))
 SLOWFS_OBJS := $(SLOWFS_SRCS:%.c=$(BUILD)/%.o)
 $(SLOWFS_OBJS): CFLAGS += $(FUSE_CFLAGS)
+$(SLOWFS_OBJS): $(wildcard tests/slowfs/*.h)
 $(BUILD)/slowfs: $(SLOWFS_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) -lpthread
 $(BUILD)/slowfsctl: $(BUILD)/tests/slowfs/slowfsctl.o
@@ -165,3 +185,92 @@ bench: deps
 
 clean:
 	rm -rf $(BUILD)
+
+# ---------------------------------------------------------------------------
+# install / uninstall: make install DESTDIR=... PREFIX=...  (the .deb and .rpm builds use it too).
+# Installs what a package ships, building only that (not slowfs or the tests, whose libraries a
+# package build does not have).  The config path and the socket path are compiled into the daemon,
+# so /etc/dirahead stays /etc whatever PREFIX is.
+SBINDIR      ?= $(PREFIX)/sbin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+MANDIR       ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CONFDIR      := /etc/dirahead
+UNITDIR      ?= $(or $(call pc,--variable=systemdsystemunitdir,systemd),/lib/systemd/system)
+LIB_REALNAME := libdirahead.so.$(VERSION)
+INSTALL      ?= install
+INSTALL_BINS := $(BUILD)/diraheadd $(BUILD)/diraheadctl $(BUILD)/libdirahead.so $(BUILD)/libdirahead.a
+MAN_PAGES    := $(wildcard packaging/man/*.[1-8])
+
+.PHONY: install uninstall install-bins deb rpm
+install-bins: $(INSTALL_BINS)
+
+install: $(INSTALL_BINS)
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CONFDIR) \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(MAN_PAGES)))))
+	$(INSTALL) -m 0755 $(BUILD)/diraheadd $(BUILD)/diraheadctl $(DESTDIR)$(SBINDIR)/
+	$(INSTALL) -m 0644 $(BUILD)/$(LIB_SONAME) $(DESTDIR)$(LIBDIR)/$(LIB_REALNAME)
+	ln -sfn $(LIB_REALNAME) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sfn $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdirahead.so
+	$(INSTALL) -m 0644 $(BUILD)/libdirahead.a $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 0644 include/dirahead.h $(DESTDIR)$(INCLUDEDIR)/
+	@# paths below PREFIX are written relative to $${prefix}, so --define-variable=prefix= relocates
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
+	    -e 's|@VERSION@|$(VERSION)|' packaging/dirahead.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/dirahead.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/dirahead.pc
+	sed -e 's|/usr/sbin/diraheadd|$(SBINDIR)/diraheadd|g' packaging/systemd/dirahead.service \
+	    > $(DESTDIR)$(UNITDIR)/dirahead.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/dirahead.service
+	@# never overwrite a configuration the administrator may have edited
+	if [ -e $(DESTDIR)$(CONFDIR)/dirahead.conf ]; then \
+	    echo "keeping $(DESTDIR)$(CONFDIR)/dirahead.conf (the shipped one is packaging/dirahead.conf)"; \
+	else $(INSTALL) -m 0644 packaging/dirahead.conf $(DESTDIR)$(CONFDIR)/dirahead.conf; fi
+	for m in $(MAN_PAGES); do \
+	    s=$${m##*.}; $(INSTALL) -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/diraheadd $(DESTDIR)$(SBINDIR)/diraheadctl \
+	    $(DESTDIR)$(LIBDIR)/$(LIB_REALNAME) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME) \
+	    $(DESTDIR)$(LIBDIR)/libdirahead.so $(DESTDIR)$(LIBDIR)/libdirahead.a \
+	    $(DESTDIR)$(INCLUDEDIR)/dirahead.h $(DESTDIR)$(PKGCONFIGDIR)/dirahead.pc \
+	    $(DESTDIR)$(UNITDIR)/dirahead.service \
+	    $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+	@# the configuration goes only if nobody changed it
+	if cmp -s packaging/dirahead.conf $(DESTDIR)$(CONFDIR)/dirahead.conf; then \
+	    rm -f $(DESTDIR)$(CONFDIR)/dirahead.conf; rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true; \
+	elif [ -e $(DESTDIR)$(CONFDIR)/dirahead.conf ]; then \
+	    echo "keeping the modified $(DESTDIR)$(CONFDIR)/dirahead.conf"; fi
+
+# ---------------------------------------------------------------------------
+# Packages.  Both build from a copy of the tree (without build/ and .git) in a scratch directory,
+# so the working tree and its build/ are never touched; the results land in build/deb, build/rpm.
+# The outer make's variables (BUILD=, DESTDIR=, -j) must not leak into the package's own make.
+PKG_SCRATCH := $(BUILD)/pkg-scratch
+PKG_ENV     := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u DESTDIR -u BUILD
+define pkg_copy_tree
+	rm -rf $(PKG_SCRATCH) && mkdir -p $(PKG_SCRATCH)/dirahead-$(VERSION)
+	tar -cf - --exclude=./.git --exclude=./build --exclude=./$(BUILD) . \
+	    | tar -xf - -C $(PKG_SCRATCH)/dirahead-$(VERSION)
+endef
+
+deb:
+	$(pkg_copy_tree)
+	cp -r packaging/debian $(PKG_SCRATCH)/dirahead-$(VERSION)/debian
+	cd $(PKG_SCRATCH)/dirahead-$(VERSION) && $(PKG_ENV) DEB_BUILD_OPTIONS="nocheck parallel=2" \
+	    dpkg-buildpackage -b -us -uc -Pnocheck
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
+	mv $(PKG_SCRATCH)/*.deb $(PKG_SCRATCH)/*.changes $(PKG_SCRATCH)/*.buildinfo $(BUILD)/deb/
+	rm -rf $(PKG_SCRATCH)
+	if command -v lintian >/dev/null; then lintian --fail-on error $(BUILD)/deb/*.changes; fi
+
+rpm:
+	$(pkg_copy_tree)
+	mkdir -p $(PKG_SCRATCH)/SOURCES
+	tar -czf $(PKG_SCRATCH)/SOURCES/dirahead-$(VERSION).tar.gz -C $(PKG_SCRATCH) dirahead-$(VERSION)
+	@# --nodeps: a Debian host has no rpm database to check BuildRequires against
+	$(PKG_ENV) rpmbuild -bb --nodeps --define "_topdir $(abspath $(PKG_SCRATCH))" \
+	    --define "_rpmdir $(abspath $(BUILD)/rpm)" packaging/rpm/dirahead.spec
+	rm -rf $(PKG_SCRATCH)

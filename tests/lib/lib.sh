@@ -72,3 +72,130 @@ make_files() {
 
 # drop_caches: make the next metadata access go to the filesystem.
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# ---------------------------------------------------------------------------------------------
+# slowfs: the FUSE test filesystem (tests/slowfs/, see tests/slowfs/README.md)
+#
+# slowfs_mount BACKING MNT [slowfs options...]
+#   Mounts BACKING on MNT (created if missing) through build/slowfs with a control socket, waits
+#   until the mount answers (fails after 10 s, showing slowfs's log), and registers the unmount
+#   with on_exit: release a stall, SIGTERM, then fusermount3 -uz / umount -l if still mounted.
+#   Sets SLOWFS_PID, SLOWFS_CTL (control socket), SLOWFS_LOG (slowfs's stderr), SLOWFS_MNT.
+#   With several mounts in one test these name the latest; save them if you need the others.
+#   slowfs does not run as a child of the test shell, so a bare `wait` does not wait for it.
+#   Call it in the test's main shell (not in $(...) or a pipeline): cleanup is registered there.
+#   Mounting issues a few requests (statfs, getattr of the root): `slowfs_ctl reset` before
+#   counting.
+# slowfs_unmount [MNT]      unmount now (default: the latest mount) with SIGTERM and require a
+#                           clean end: exit status 0 and no sanitizer report in its log
+# slowfs_ctl CMD [ARG...]   run a control command on $SLOWFS_CTL (stats, reset, stall, release,
+#                           fail-lookups ERRNO); prints its output
+# slowfs_stat KEY           print one value of `stats` (e.g. total.lookup), 0 if absent
+_slowfs_n=0
+declare -A _slowfs_pids=() _slowfs_logs=() _slowfs_rcs=()
+
+# _slowfs_mounted MNT: true if MNT is a mount point; reads mountinfo, never touches MNT itself
+# (a stalled or dead FUSE server must not hang the check).
+_slowfs_mounted() {
+	local p
+	p=$(realpath -m "$1")
+	awk -v p="$p" '$5 == p { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+# _slowfs_gone PID TIMEOUT_SECONDS: wait until PID no longer exists; false on timeout.
+_slowfs_gone() {
+	local pid=$1 i
+	for ((i = 0; i < $2 * 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.02
+	done
+	! kill -0 "$pid" 2>/dev/null
+}
+
+# _slowfs_unmount PID SOCK MNT: the on_exit action of slowfs_mount; never fails.
+_slowfs_unmount() {
+	local pid=$1 sock=$2 mnt=$3
+	[ -S "$sock" ] && timeout 2 "$BUILD/slowfsctl" "$sock" release >/dev/null 2>&1
+	kill -TERM "$pid" 2>/dev/null && _slowfs_gone "$pid" 5
+	if _slowfs_mounted "$mnt"; then
+		fusermount3 -uz "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
+	fi
+	kill -KILL "$pid" 2>/dev/null
+	return 0
+}
+
+slowfs_mount() {
+	[ $# -ge 2 ] || fail "usage: slowfs_mount BACKING MNT [slowfs options...]"
+	local backing=$1 mnt=$2 i rc pidfile; shift 2
+	[ -x "$BUILD/slowfs" ] && [ -x "$BUILD/slowfsctl" ] || skip "build/slowfs not built (run make)"
+	[ -c /dev/fuse ] || skip "needs /dev/fuse"
+	need_root
+	mkdir -p "$mnt"
+	_slowfs_n=$((_slowfs_n + 1))
+	SLOWFS_CTL=$T/slowfs.$_slowfs_n.sock
+	SLOWFS_LOG=$T/slowfs.$_slowfs_n.log
+	SLOWFS_MNT=$mnt
+	rc=$T/slowfs.$_slowfs_n.rc
+	pidfile=$T/slowfs.$_slowfs_n.pid
+	# Double fork: the outer subshell exits at once, so slowfs is not our child (a bare `wait`
+	# in the test must not block on it); the inner one records slowfs's exit status.
+	# Its fds are closed so that $(...) around a caller cannot wait for it; set -e is off so
+	# a failing slowfs still gets its status recorded.
+	( (set +e
+	   "$BUILD/slowfs" --control "$SLOWFS_CTL" "$@" "$backing" "$mnt" >"$SLOWFS_LOG" 2>&1 &
+	   echo $! >"$pidfile.tmp" && mv "$pidfile.tmp" "$pidfile"
+	   wait $!; echo $? >"$rc.tmp"; mv "$rc.tmp" "$rc") </dev/null >/dev/null 2>&1 & )
+	for ((i = 0; i < 250; i++)); do [ -s "$pidfile" ] && break; sleep 0.02; done
+	[ -s "$pidfile" ] || fail "slowfs did not start"
+	SLOWFS_PID=$(cat "$pidfile")
+	_slowfs_pids[$mnt]=$SLOWFS_PID
+	_slowfs_logs[$mnt]=$SLOWFS_LOG
+	_slowfs_rcs[$mnt]=$rc
+	on_exit "_slowfs_unmount $SLOWFS_PID '$SLOWFS_CTL' '$mnt'"
+	for ((i = 0; i < 500; i++)); do
+		if [ -e "$rc" ]; then
+			fail "slowfs exited with status $(cat "$rc") while mounting: $(cat "$SLOWFS_LOG")"
+		fi
+		# coreutils names FUSE's magic "fuseblk"; the first stat also waits for FUSE INIT.
+		# The final stat caches the root's attributes, so a measurement does not begin with
+		# a GETATTR of the root.
+		if [ -S "$SLOWFS_CTL" ] && _slowfs_mounted "$mnt" &&
+		   [[ "$(timeout 5 stat -f -c %T "$mnt" 2>/dev/null)" == fuse* ]]; then
+			timeout 5 stat "$mnt" >/dev/null || fail "stat $mnt failed after mounting"
+			return 0
+		fi
+		sleep 0.02
+	done
+	fail "slowfs did not mount $mnt within 10 s: $(cat "$SLOWFS_LOG")"
+}
+
+slowfs_unmount() {
+	local mnt=${1:-${SLOWFS_MNT:-}} pid log rc i
+	pid=${_slowfs_pids[$mnt]:-}
+	log=${_slowfs_logs[$mnt]:-}
+	rc=${_slowfs_rcs[$mnt]:-}
+	[ -n "$pid" ] || fail "slowfs_unmount: nothing mounted by slowfs_mount on '$mnt'"
+	unset "_slowfs_pids[$mnt]"
+	kill -TERM "$pid" 2>/dev/null || fail "slowfs on $mnt (pid $pid) is not running: $(cat "$log")"
+	_slowfs_gone "$pid" 10 || fail "slowfs on $mnt did not exit within 10 s of SIGTERM"
+	for ((i = 0; i < 250; i++)); do [ -e "$rc" ] && break; sleep 0.02; done
+	[ "$(cat "$rc" 2>/dev/null)" = 0 ] ||
+		fail "slowfs on $mnt exited with status $(cat "$rc" 2>/dev/null): $(cat "$log")"
+	_slowfs_mounted "$mnt" && fail "$mnt is still mounted after slowfs exited"
+	if grep -qE 'Sanitizer|runtime error' "$log"; then
+		fail "slowfs on $mnt reported a sanitizer error: $(cat "$log")"
+	fi
+	return 0
+}
+
+slowfs_ctl() {
+	[ -n "${SLOWFS_CTL:-}" ] || fail "slowfs_ctl: no slowfs mounted (SLOWFS_CTL unset)"
+	"$BUILD/slowfsctl" "$SLOWFS_CTL" "$@"
+}
+
+slowfs_stat() {
+	local out
+	out=$(slowfs_ctl stats) || fail "slowfs_ctl stats failed"
+	awk -F= -v k="$1" '$1 == k { v = substr($0, length(k) + 2); found = 1 }
+		END { print found ? v : 0 }' <<<"$out"
+}

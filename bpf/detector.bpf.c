@@ -1,0 +1,984 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * dirahead scan detector.
+ *
+ * Watches, per process, which directory it lists (getdents64) and whether it then stats that
+ * directory's entries.  After `confirm_stats` such stats it sends one DIRAHEAD_EV_SCAN through the
+ * ring buffer, then DIRAHEAD_EV_PROGRESS every `progress_step` stats, and DIRAHEAD_EV_END when the
+ * process exits, execs, or lists a directory that is not below this one.
+ *
+ * Hooks: tp_btf/sys_exit (raw_syscalls:sys_exit, dispatching on the syscall number),
+ * tp_btf/sched_process_exit and tp_btf/sched_process_exec.  Why tp_btf on the raw syscall
+ * tracepoint and not syscalls:sys_exit_* tracepoints:
+ *   - no tracefs mount, no perf_event_open, so the daemon needs neither CAP_SYS_ADMIN nor a
+ *     writable /sys; links are plain BPF links that die with the process;
+ *   - everything happens at syscall exit: the arguments are still in the saved user registers
+ *     (only ax/x0 holds the return value) and only successful calls count, so no entry hook and
+ *     no per-thread entry map are needed;
+ *   - typed BTF pointers: regs and the current task are read with plain loads, not helper calls.
+ * Measured on this machine (6.18, 2 vCPU; getppid()/fstatat() loops, ns per call):
+ *     no BPF 64 / 259;  tp_btf sys_exit 83 / 292;  raw_tp sys_exit (CO-RE reads) 87-91 / 302;
+ *     tracepoint syscalls:sys_exit_newfstatat 69-74 / 304.
+ * So per-syscall tracepoints cost ~10 ns less on unrelated syscalls but ~12 ns more on every stat
+ * of a scan, and add the tracefs/CAP_SYS_ADMIN requirement; we take tp_btf.
+ *
+ * Fast path (every syscall of every process): read orig_ax, switch on the number, return.  For
+ * stat/chdir from a process that never listed a directory: one hash lookup (`procs`) and return;
+ * process exit/exec: one lookup too.  openat does work only for O_DIRECTORY opens relative to
+ * the cwd or absolute (remembering how the process names the directory); getdents64 always does
+ * (a listing creates the state).  Program run time (kernel.bpf_stats_enabled / BPF_ENABLE_STATS,
+ * tests/bpf/detector-cost.sh): sys_exit 28 ns average over read/write syscalls of a process
+ * without state, ~150-210 ns average over a stat-heavy load (ls -l, find, du), ~185 ns per
+ * matched stat; sched_process_exit ~170 ns without state, a few us when it sends END events
+ * (the ring buffer's reader wakeup dominates; see DIRAHEAD_CFG_LAZY_WAKEUP).
+ *
+ * No close() hook: the fd an event offers is checked through the fdtable when the event is made.
+ *
+ * How a stat is matched to the directory being listed:
+ *   dirfd + "name"          dirfd resolved through task->files to dev/ino (fts: du/find stat via a
+ *                           dup of the listing fd; tar and rsync via the listing fd);
+ *   AT_FDCWD + "name"       the cwd's dev/ino, cached per process and refreshed on chdir/fchdir
+ *                           (`ls -l` in the directory, rsync after chdir);
+ *   AT_FDCWD + "p/name", "/abs/p/name"
+ *                           hash of "p" (runs of slashes as one, trailing ones dropped) looked up
+ *                           in `names`, filled at the first getdents64 from the process's last
+ *                           O_DIRECTORY openat of that directory (`ls -l DIR`, Python os.walk +
+ *                           os.stat).  Relative names are seeded with the cwd identity, so after a
+ *                           chdir they no longer match; all names with a per-process seed.
+ * A repeated stat of the same name (tar stats each entry twice) counts once.
+ *
+ * Loops that scan strings or walk parents are global functions (verified once, on their own),
+ * and the getdents64 record count uses bpf_loop (5.17+; before that, an estimate).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "dirahead_event.h"
+#include "detector_sys.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PATH_LEN	DIRAHEAD_PATH_LEN	/* power of two: indexes are masked with it */
+#define NAME_LEN	DIRAHEAD_NAME_LEN
+#define MAX_ACTIVE	8			/* directories one process keeps scanning at once */
+#define MAX_DEPTH	16			/* parent levels searched for an enclosing scan */
+#define DENT_CHUNK	4096			/* getdents64 buffer copied in pieces of this size */
+#define DENT_MAX_LOOPS	(1 << 17)
+#define DEFAULT_CONFIRM	3
+
+#define SCAN_CONFIRMED	0x1	/* DIRAHEAD_EV_SCAN sent */
+#define SCAN_DONE	0x2	/* getdents64 returned 0 */
+#define SCAN_HAS_PATH	0x4	/* path[] holds the name the process opened it with */
+#define SCAN_ABS_PATH	0x8	/* ... and it is absolute */
+
+struct active_slot {
+	__u32 dev;
+	__u32 seq;	/* 0: free; else allocation order, the smallest is evicted first */
+	__u64 ino;
+};
+
+struct proc {
+	__u64 seed;	/* per process incarnation: names of an earlier process with this tgid never match */
+	__u64 rel_seed;	/* seed mixed with the cwd: relative names hold for one cwd only */
+	__u64 cwd_ino;
+	__u32 cwd_dev;
+	__u32 seq;
+	struct active_slot active[MAX_ACTIVE];
+};
+
+struct scan {
+	__u64 scan_id;
+	__u64 listed;
+	__u64 stats;
+	__u64 next_progress;
+	__u64 dir_size;
+	__u64 magic;
+	__u64 rel_seed;	/* proc->rel_seed when a relative path was recorded */
+	__u32 flags;
+	__u32 step;
+	__u32 ctl_seq;
+	__s32 fd;	/* last fd seen on the directory (getdents64 or stat dirfd); checked before use */
+	__u32 name_len;
+	__u32 path_len;
+	char name[NAME_LEN];
+	char path[PATH_LEN];
+};
+
+/* The last O_DIRECTORY open relative to the cwd (or absolute) of a process, until it lists it. */
+struct lastopen {
+	__u64 ino;
+	__u32 dev;
+	__s32 fd;
+	__u32 len;	/* strlen(path) */
+	__u32 pad;
+	char path[PATH_LEN];
+};
+
+struct name_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 hash;
+};
+
+struct name_val {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
+struct scratch {
+	char path[PATH_LEN];
+	char name[NAME_LEN];
+	struct lastopen lo;
+	char dents[DENT_CHUNK + 32];	/* + room for a record header read at the last offset */
+};
+
+struct dirinfo {
+	__u64 ino;
+	__u64 size;
+	__u64 magic;
+	__u32 dev;
+	__u32 mode;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dirahead_bpf_config);
+} cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DIRAHEAD_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 512 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct dirahead_scan_key);
+	__type(value, struct scan);
+} scans SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct dirahead_scan_key);
+	__type(value, struct dirahead_scan_ctl);
+} scan_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct name_key);
+	__type(value, struct name_val);
+} names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct lastopen);
+} lastopen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline const struct dirahead_bpf_config *get_config(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cfg, &zero);
+}
+
+/* Config present, enabled, and the caller is not the daemon itself. */
+static __always_inline const struct dirahead_bpf_config *active_config(__u32 tgid)
+{
+	const struct dirahead_bpf_config *cfg = get_config();
+
+	if (!cfg || !cfg->enabled || tgid == cfg->self_tgid)
+		return NULL;
+	return cfg;
+}
+
+static __always_inline bool lazy_wakeup(void)
+{
+	const struct dirahead_bpf_config *cfg = get_config();
+
+	return cfg && (cfg->flags & DIRAHEAD_CFG_LAZY_WAKEUP);
+}
+
+static __always_inline struct scratch *get_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* An ia32 syscall numbers differently: ignore it rather than misread it. */
+static __always_inline bool compat_syscall(struct task_struct *task)
+{
+#ifdef DA_TS_COMPAT
+	if (bpf_core_field_exists(task->thread_info.status))
+		return task->thread_info.status & DA_TS_COMPAT;
+#endif
+	return false;
+}
+
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+{
+	struct files_struct *files;
+	struct fdtable *fdt;
+	struct file **arr;
+	struct file *f = NULL;
+
+	if (fd < 0)
+		return NULL;
+	files = task->files;
+	if (!files)
+		return NULL;
+	fdt = files->fdt;
+	if (!fdt || (unsigned int)fd >= fdt->max_fds)
+		return NULL;
+	arr = fdt->fd;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]))
+		return NULL;
+	return f;
+}
+
+static __always_inline bool inode_id(struct inode *inode, __u32 *dev, __u64 *ino)
+{
+	if (!inode)
+		return false;
+	*ino = BPF_CORE_READ(inode, i_ino);
+	*dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	return true;
+}
+
+static __always_inline bool fd_id(struct task_struct *task, int fd, __u32 *dev, __u64 *ino)
+{
+	struct file *f = fd_file(task, fd);
+
+	return f && inode_id(BPF_CORE_READ(f, f_inode), dev, ino);
+}
+
+static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
+{
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	struct super_block *sb;
+
+	if (!inode)
+		return false;
+	sb = BPF_CORE_READ(inode, i_sb);
+	di->ino = BPF_CORE_READ(inode, i_ino);
+	di->mode = BPF_CORE_READ(inode, i_mode);
+	di->size = BPF_CORE_READ(inode, i_size);
+	di->dev = BPF_CORE_READ(sb, s_dev);
+	di->magic = BPF_CORE_READ(sb, s_magic);
+	return true;
+}
+
+static __always_inline bool pseudo_fs(__u64 magic)
+{
+	switch (magic) {
+	case DA_PROC_SUPER_MAGIC:
+	case DA_SYSFS_MAGIC:
+	case DA_CGROUP_SUPER_MAGIC:
+	case DA_CGROUP2_SUPER_MAGIC:
+	case DA_DEVPTS_SUPER_MAGIC:
+	case DA_DEBUGFS_MAGIC:
+	case DA_TRACEFS_MAGIC:
+	case DA_BPF_FS_MAGIC:
+	case DA_SECURITYFS_MAGIC:
+	case DA_SELINUX_MAGIC:
+	case DA_PSTOREFS_MAGIC:
+	case DA_CONFIGFS_MAGIC:
+	case DA_NSFS_MAGIC:
+		return true;
+	}
+	return false;
+}
+
+static __always_inline __u64 mix64(__u64 h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static __always_inline void read_cwd(struct task_struct *task, struct proc *p)
+{
+	struct fs_struct *fs = task->fs;
+	__u32 dev = 0;
+	__u64 ino = 0;
+
+	if (fs)
+		inode_id(BPF_CORE_READ(fs, pwd.dentry, d_inode), &dev, &ino);
+	p->cwd_dev = dev;
+	p->cwd_ino = ino;
+	p->rel_seed = mix64(p->seed ^ mix64(((__u64)dev << 32) ^ ino));
+}
+
+#define FNV_OFFSET	0xcbf29ce484222325ULL
+#define FNV_PRIME	0x100000001b3ULL
+
+/*
+ * One pass over a path: FNV-1a of the whole path and of everything before its last run of
+ * slashes, both normalized the same way (runs of '/' count as one, trailing ones not at all), so
+ * "dir/", "dir//x" and "dir/x" agree on "dir".  Indexing only by the loop counter keeps the
+ * verifier's work linear in PATH_LEN.
+ */
+struct path_hash {
+	__u64 full;
+	__u64 prefix;
+	int last_slash;	/* index of the last '/', -1 if none */
+};
+
+struct path_buf {
+	char c[PATH_LEN];
+};
+
+/*
+ * A global (not inlined) function: the verifier checks it once, on its own, instead of once per
+ * call site and caller state.
+ */
+__noinline int hash_path(const struct path_buf *buf, long n, __u64 seed, struct path_hash *ph)
+{
+	__u64 h = FNV_OFFSET ^ seed, prefix = h;
+	int slash = -1;
+	bool pending = false;
+
+	if (!buf || !ph)
+		return 0;
+	for (int i = 0; i < PATH_LEN; i++) {
+		char c;
+
+		if (i >= n)
+			break;
+		c = buf->c[i];
+		if (c == '/') {
+			if (!pending)
+				prefix = h;
+			pending = true;
+			slash = i;
+			continue;
+		}
+		if (pending) {
+			h = (h ^ '/') * FNV_PRIME;
+			pending = false;
+		}
+		h = (h ^ (__u8)c) * FNV_PRIME;
+	}
+	ph->full = h;
+	ph->prefix = prefix;
+	ph->last_slash = slash;
+	return 0;
+}
+
+/* Is the kernel's fd still on this directory?  (The process may have closed or reused it.) */
+static __always_inline bool fd_still_on(struct task_struct *task, int fd,
+					const struct dirahead_scan_key *key)
+{
+	__u32 dev;
+	__u64 ino;
+
+	return fd >= 0 && fd_id(task, fd, &dev, &ino) && dev == key->dev && ino == key->ino;
+}
+
+static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead_scan_key *key,
+				 const struct scan *sc, const struct proc *p,
+				 struct task_struct *task)
+{
+	struct dirahead_event *e;
+	__u32 ref = 0;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+		return;
+	}
+	e->type = type;
+	e->tgid = key->tgid;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->fd = -1;
+	if (type != DIRAHEAD_EV_END && task && fd_still_on(task, sc->fd, key)) {
+		e->fd = sc->fd;
+		ref |= DIRAHEAD_REF_FD;
+	}
+	if (p && p->cwd_dev == key->dev && p->cwd_ino == key->ino)
+		ref |= DIRAHEAD_REF_CWD;
+	if ((sc->flags & SCAN_HAS_PATH) &&
+	    ((sc->flags & SCAN_ABS_PATH) || (p && p->rel_seed == sc->rel_seed))) {
+		ref |= DIRAHEAD_REF_PATH;
+		__builtin_memcpy(e->path, sc->path, PATH_LEN);
+	} else {
+		e->path[0] = 0;
+	}
+	e->ref = ref;
+	e->end_reason = reason;
+	e->dev_major = DIRAHEAD_KDEV_MAJOR(key->dev);
+	e->dev_minor = DIRAHEAD_KDEV_MINOR(key->dev);
+	e->ino = key->ino;
+	e->magic = sc->magic;
+	e->dir_size = sc->dir_size;
+	e->listed = sc->listed;
+	e->stats = sc->stats;
+	e->scan_id = sc->scan_id;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->listing_done = !!(sc->flags & SCAN_DONE);
+	e->name_len = sc->name_len;
+	__builtin_memcpy(e->name, sc->name, NAME_LEN);
+	e->name[NAME_LEN - 1] = 0;
+	e->path[PATH_LEN - 1] = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, type != DIRAHEAD_EV_SCAN && lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);
+	count(DIRAHEAD_CNT_EVENTS, 1);
+}
+
+/*
+ * Drop one scan of a process; an END goes out only if the daemon heard of it and still cares.
+ * Global, like the other loop-heavy helpers below: verified once, not per call site.
+ */
+__noinline int end_scan(struct proc *p, __u32 tgid, int slot, __u32 reason)
+{
+	struct dirahead_scan_key key = {};
+	struct dirahead_scan_ctl *ctl;
+	struct scan *sc;
+
+	if (!p || slot < 0 || slot >= MAX_ACTIVE || !p->active[slot].seq)
+		return 0;
+	key.tgid = tgid;
+	key.dev = p->active[slot].dev;
+	key.ino = p->active[slot].ino;
+	p->active[slot].seq = 0;
+	sc = bpf_map_lookup_elem(&scans, &key);
+	if (sc && (sc->flags & SCAN_CONFIRMED)) {
+		ctl = bpf_map_lookup_elem(&scan_ctl, &key);
+		if (!ctl || !(ctl->flags & DIRAHEAD_CTL_FORGET))
+			emit(DIRAHEAD_EV_END, reason, &key, sc, p, NULL);
+		if (ctl)
+			bpf_map_delete_elem(&scan_ctl, &key);
+	}
+	if (sc)
+		bpf_map_delete_elem(&scans, &key);
+	return 0;
+}
+
+static __always_inline void end_all(__u32 tgid, __u32 reason)
+{
+	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
+
+	/* One lookup for the many processes that never listed anything; a stale `lastopen` of
+	 * theirs is harmless (adopt_name checks fd, dev and ino) and ages out of the LRU. */
+	if (!p)
+		return;
+	bpf_map_delete_elem(&lastopen, &tgid);
+	for (int i = 0; i < MAX_ACTIVE; i++)
+		end_scan(p, tgid, i, reason);
+	bpf_map_delete_elem(&procs, &tgid);
+}
+
+/* Bit i set: the process's scan in slot i is on a parent (up to MAX_DEPTH levels) of `dentry`. */
+__noinline __u32 enclosing_slots(const struct proc *p, __u32 dev, __u64 dentry)
+{
+	struct dentry *d = (struct dentry *)dentry, *parent;
+	__u32 keep = 0;
+
+	if (!p)
+		return 0;
+	for (int depth = 0; depth < MAX_DEPTH; depth++) {
+		__u64 ino;
+
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!parent || parent == d)
+			break;
+		d = parent;
+		ino = BPF_CORE_READ(d, d_inode, i_ino);
+		for (int i = 0; i < MAX_ACTIVE; i++)
+			if (p->active[i].seq && p->active[i].dev == dev && p->active[i].ino == ino)
+				keep |= 1u << i;
+	}
+	return keep;
+}
+
+/*
+ * A new directory is being listed: end the process's other scans unless they enclose it (a
+ * recursive walker comes back to its parents), then take a slot for it.
+ */
+static __always_inline void switch_listing(struct proc *p, __u32 tgid, struct dentry *dentry,
+					   const struct dirinfo *di)
+{
+	__u32 keep = 0, nused = 0, oldest_seq = 0xffffffff;
+	int free_slot = -1, oldest = 0;
+
+	for (int i = 0; i < MAX_ACTIVE; i++)
+		if (p->active[i].seq)
+			nused++;
+	if (nused)
+		keep = enclosing_slots(p, di->dev, (__u64)dentry);
+	for (int i = 0; i < MAX_ACTIVE; i++) {
+		if (p->active[i].seq && !(keep & (1u << i)))
+			end_scan(p, tgid, i, DIRAHEAD_END_NEXT);
+		if (!p->active[i].seq) {
+			if (free_slot < 0)
+				free_slot = i;
+		} else if (p->active[i].seq < oldest_seq) {
+			oldest_seq = p->active[i].seq;
+			oldest = i;
+		}
+	}
+	if (free_slot < 0) {
+		/* MAX_ACTIVE enclosing directories: give up the outermost. */
+		end_scan(p, tgid, oldest, DIRAHEAD_END_EVICTED);
+		free_slot = oldest;
+	}
+	if (free_slot >= 0 && free_slot < MAX_ACTIVE) {
+		p->seq++;
+		if (!p->seq)
+			p->seq = 1;
+		p->active[free_slot].seq = p->seq;
+		p->active[free_slot].dev = di->dev;
+		p->active[free_slot].ino = di->ino;
+	}
+}
+
+struct dent_ctx {
+	const char *ubuf;
+	__u32 len;
+	__u32 pos;
+	__u32 chunk_off;
+	__u32 chunk_len;
+	__u64 n;
+};
+
+/* One linux_dirent64 record per call: read d_reclen, step over it. */
+static long dent_step(__u32 i, void *arg)
+{
+	struct dent_ctx *c = arg;
+	struct scratch *s = get_scratch();
+	__u64 sz;
+	__u32 rel;
+	__u16 reclen;
+
+	if (!s || c->pos >= c->len)
+		return 1;
+	rel = c->pos - c->chunk_off;
+	if (c->pos < c->chunk_off || rel + 18 > c->chunk_len) {
+		/* 64-bit and re-checked after the barrier, so the verifier sees the bound */
+		sz = (__u64)c->len - c->pos;
+		barrier_var(sz);
+		if (sz > DENT_CHUNK)
+			sz = DENT_CHUNK;
+		barrier_var(sz);
+		if (sz < 18 || sz > DENT_CHUNK ||
+		    bpf_probe_read_user(s->dents, sz, c->ubuf + c->pos))
+			return 1;
+		c->chunk_off = c->pos;
+		c->chunk_len = sz;
+		rel = 0;
+	}
+	rel &= DENT_CHUNK - 1;
+	__builtin_memcpy(&reclen, &s->dents[rel + 16], sizeof(reclen));
+	if (reclen < 19)
+		return 1;
+	c->pos += reclen;
+	c->n++;
+	return 0;
+}
+
+static __always_inline __u64 count_dirents(const char *ubuf, __u32 len)
+{
+	struct dent_ctx c = { .ubuf = ubuf, .len = len };
+	__u32 loops;
+
+	if (len == 0)
+		return 0;
+	/* bpf_loop arrived in 5.17; before that, estimate from an average record of 32 bytes. */
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop))
+		return (len + 31) / 32;
+	loops = len / 24 + 1;
+	if (loops > DENT_MAX_LOOPS)
+		loops = DENT_MAX_LOOPS;
+	bpf_loop(loops, dent_step, &c, 0);
+	return c.n;
+}
+
+/*
+ * The process's last O_DIRECTORY open was of this directory: take the path it used and make it
+ * findable by name.  By dev+ino, not fd: opendir(fd) and fts list through a dup.
+ */
+static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __u32 tgid,
+				       const struct dirinfo *di)
+{
+	struct lastopen *lo = bpf_map_lookup_elem(&lastopen, &tgid);
+	struct name_key nk = { .tgid = tgid };
+	struct name_val nv = { .ino = di->ino, .dev = di->dev };
+	struct path_hash ph;
+	__u32 n;
+	bool abs;
+
+	if (!lo || lo->dev != di->dev || lo->ino != di->ino)
+		return;
+	n = lo->len;
+	if (n == 0 || n >= PATH_LEN)
+		return;
+	abs = lo->path[0] == '/';
+	__builtin_memcpy(sc->path, lo->path, PATH_LEN);
+	sc->path_len = n;
+	sc->flags |= SCAN_HAS_PATH | (abs ? SCAN_ABS_PATH : 0);
+	sc->rel_seed = p->rel_seed;
+	hash_path((const struct path_buf *)lo->path, n, abs ? p->seed : p->rel_seed, &ph);
+	nk.hash = ph.full;
+	bpf_map_update_elem(&names, &nk, &nv, BPF_ANY);
+	bpf_map_delete_elem(&lastopen, &tgid);
+}
+
+static __always_inline int on_getdents(struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	const struct dirahead_bpf_config *cfg;
+	struct dirahead_scan_key key = {};
+	struct task_struct *task;
+	struct dirinfo di = {};
+	struct scan *sc;
+	struct proc *p;
+	struct file *f;
+	int fd;
+
+	if (ret < 0)
+		return 0;
+	cfg = active_config(tgid);
+	if (!cfg)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (compat_syscall(task))
+		return 0;
+	fd = (int)PT_REGS_PARM1_SYSCALL(regs);
+	f = fd_file(task, fd);
+	if (!f || !file_dirinfo(f, &di))
+		return 0;
+	if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic) ||
+	    di.size < cfg->min_dir_size)
+		return 0;
+	key.tgid = tgid;
+	key.dev = di.dev;
+	key.ino = di.ino;
+	sc = bpf_map_lookup_elem(&scans, &key);
+	if (!sc) {
+		struct scratch *s;
+
+		if (ret == 0)
+			return 0;	/* an empty directory: nothing will be stat'ed */
+		p = bpf_map_lookup_elem(&procs, &tgid);
+		if (!p) {
+			struct proc init = {};
+
+			init.seed = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
+			bpf_map_update_elem(&procs, &tgid, &init, BPF_NOEXIST);
+			p = bpf_map_lookup_elem(&procs, &tgid);
+			if (!p)
+				return 0;
+			read_cwd(task, p);
+		}
+		switch_listing(p, tgid, BPF_CORE_READ(f, f_path.dentry), &di);
+		/* A scan value is too big for the stack: build it in the per-CPU scratch. */
+		s = get_scratch();
+		if (!s)
+			return 0;
+		sc = (struct scan *)s->dents;
+		__builtin_memset(sc, 0, sizeof(*sc));
+		sc->scan_id = ((__u64)bpf_get_smp_processor_id() << 56) |
+			      (bpf_ktime_get_ns() & 0x00ffffffffffffffULL);
+		sc->dir_size = di.size;
+		sc->magic = di.magic;
+		sc->fd = -1;
+		adopt_name(sc, p, tgid, &di);
+		/* A control entry left by a daemon racing with the previous scan's end is stale. */
+		bpf_map_delete_elem(&scan_ctl, &key);
+		if (bpf_map_update_elem(&scans, &key, sc, BPF_ANY))
+			return 0;
+		sc = bpf_map_lookup_elem(&scans, &key);
+		if (!sc)
+			return 0;
+		count(DIRAHEAD_CNT_LISTINGS, 1);
+	}
+	sc->fd = fd;
+	if (ret == 0)
+		sc->flags |= SCAN_DONE;
+	else
+		sc->listed += count_dirents((const char *)PT_REGS_PARM2_SYSCALL(regs), (__u32)ret);
+	return 0;
+}
+
+static __always_inline int on_open(struct pt_regs *regs, long ret, long nr)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	const char *upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+	int dfd = (int)PT_REGS_PARM1_SYSCALL(regs);
+	struct task_struct *task;
+	struct lastopen *lo;
+	struct scratch *s;
+	__u64 flags;
+	long n;
+
+	if (ret < 0)
+		return 0;
+	if (nr == DA_NR_OPENAT2) {
+		/* struct open_how starts with the u64 flags */
+		if (bpf_probe_read_user(&flags, sizeof(flags), (void *)PT_REGS_PARM3_SYSCALL(regs)))
+			return 0;
+	} else {
+		flags = PT_REGS_PARM3_SYSCALL(regs);
+	}
+	/* opendir() always passes O_DIRECTORY; an O_PATH fd cannot be listed. */
+	if (!(flags & DA_O_DIRECTORY) || (flags & DA_O_PATH))
+		return 0;
+	if (!active_config(tgid))
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (compat_syscall(task))
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	lo = &s->lo;
+	n = bpf_probe_read_user_str(lo->path, PATH_LEN, upath);
+	if (n <= 1 || n >= PATH_LEN)	/* empty, or too long to be a usable name */
+		return 0;
+	/* Only names that resolve from the cwd (or the root) can be matched to later stats. */
+	if (dfd != DA_AT_FDCWD && lo->path[0] != '/')
+		return 0;
+	if (!fd_id(task, (int)ret, &lo->dev, &lo->ino))
+		return 0;
+	lo->fd = (int)ret;
+	lo->len = n - 1;
+	bpf_map_update_elem(&lastopen, &tgid, lo, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_chdir(long ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc *p;
+
+	if (ret != 0)
+		return 0;
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return 0;
+	read_cwd(bpf_get_current_task_btf(), p);
+	return 0;
+}
+
+static __always_inline bool same_name(const char *a, const char *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	__u64 diff = 0;
+
+	for (int i = 0; i < NAME_LEN / 8; i++)
+		diff |= x[i] ^ y[i];
+	return diff == 0;
+}
+
+/* A stat of one of the entries of the directory `key` succeeded. */
+static __always_inline void scan_stat(struct dirahead_scan_key *key, struct scan *sc,
+				      struct proc *p, const char *uname, int dfd,
+				      const struct dirahead_bpf_config *cfg,
+				      struct task_struct *task)
+{
+	struct dirahead_scan_ctl *ctl = NULL;
+	struct scratch *s = get_scratch();
+	__u32 confirm;
+	long n;
+
+	if (!s)
+		return;
+	if (sc->flags & SCAN_CONFIRMED) {
+		ctl = bpf_map_lookup_elem(&scan_ctl, key);
+		if (ctl && (ctl->flags & DIRAHEAD_CTL_FORGET))
+			return;
+	}
+	__builtin_memset(s->name, 0, NAME_LEN);
+	n = bpf_probe_read_user_str(s->name, NAME_LEN, uname);
+	if (n <= 1)
+		return;
+	/* Same name as last time (tar stats every entry twice): one entry, one count. */
+	if (same_name(s->name, sc->name))
+		return;
+	__builtin_memcpy(sc->name, s->name, NAME_LEN);
+	sc->name_len = n - 1;
+	sc->stats++;
+	if (dfd != DA_AT_FDCWD)
+		sc->fd = dfd;
+	count(DIRAHEAD_CNT_STATS_MATCHED, 1);
+
+	if (!(sc->flags & SCAN_CONFIRMED)) {
+		confirm = cfg->confirm_stats ? cfg->confirm_stats : DEFAULT_CONFIRM;
+		if (sc->stats < confirm)
+			return;
+		sc->flags |= SCAN_CONFIRMED;
+		sc->step = cfg->progress_step;
+		sc->next_progress = sc->stats + sc->step;
+		count(DIRAHEAD_CNT_SCANS, 1);
+		emit(DIRAHEAD_EV_SCAN, DIRAHEAD_END_NONE, key, sc, p, task);
+		return;
+	}
+	if (ctl && ctl->seq != sc->ctl_seq) {
+		/* The daemon changed this scan's step: count from now. */
+		sc->ctl_seq = ctl->seq;
+		sc->step = ctl->step;
+		sc->next_progress = sc->stats + sc->step;
+	}
+	if (sc->step && sc->stats >= sc->next_progress) {
+		sc->next_progress = sc->stats + sc->step;
+		emit(DIRAHEAD_EV_PROGRESS, DIRAHEAD_END_NONE, key, sc, p, task);
+	}
+}
+
+static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	const struct dirahead_bpf_config *cfg;
+	struct dirahead_scan_key key = {};
+	struct task_struct *task;
+	const char *upath;
+	struct scratch *s;
+	struct path_hash ph;
+	struct scan *sc;
+	struct proc *p;
+	int dfd, slash;
+	bool abs;
+	long n;
+
+	if (ret != 0)
+		return 0;
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return 0;	/* never listed a directory: the common case */
+	cfg = active_config(tgid);
+	if (!cfg)
+		return 0;
+	if (nr == DA_NR_STAT || nr == DA_NR_LSTAT) {
+		dfd = DA_AT_FDCWD;
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+	} else {
+		dfd = (int)PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+	}
+	task = bpf_get_current_task_btf();
+	if (compat_syscall(task))
+		return 0;
+	s = get_scratch();
+	if (!s)
+		return 0;
+	n = bpf_probe_read_user_str(s->path, PATH_LEN, upath);
+	if (n <= 1)
+		return 0;	/* "" with AT_EMPTY_PATH: an fstat, not an entry */
+	n--;
+	abs = s->path[0] == '/';
+	hash_path((const struct path_buf *)s->path, n, abs ? p->seed : p->rel_seed, &ph);
+	slash = ph.last_slash;
+	if (slash == n - 1)
+		return 0;	/* "dir/": the directory itself */
+	key.tgid = tgid;
+	if (slash < 0) {
+		/* "." and ".." are the directory and its parent, not entries */
+		if (s->path[0] == '.' && (n == 1 || (n == 2 && s->path[1] == '.')))
+			return 0;
+		if (dfd == DA_AT_FDCWD) {
+			key.dev = p->cwd_dev;
+			key.ino = p->cwd_ino;
+		} else if (!fd_id(task, dfd, &key.dev, &key.ino)) {
+			return 0;
+		}
+	} else {
+		struct name_key nk = { .tgid = tgid, .hash = ph.prefix };
+		struct name_val *nv;
+
+		if (!abs && dfd != DA_AT_FDCWD)
+			return 0;	/* "sub/name" below some other fd: not a form tools use */
+		nv = bpf_map_lookup_elem(&names, &nk);
+		if (!nv)
+			return 0;
+		key.dev = nv->dev;
+		key.ino = nv->ino;
+		upath += slash + 1;
+	}
+	sc = bpf_map_lookup_elem(&scans, &key);
+	if (!sc)
+		return 0;
+	scan_stat(&key, sc, p, upath, slash < 0 ? dfd : DA_AT_FDCWD, cfg, task);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(dirahead_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = DA_SYSCALL_NR(regs);
+
+	switch (nr) {
+	case DA_NR_NEWFSTATAT:
+	case DA_NR_STATX:
+	case DA_NR_STAT:
+	case DA_NR_LSTAT:
+		return on_stat(regs, ret, nr);
+	case DA_NR_GETDENTS64:
+		return on_getdents(regs, ret);
+	case DA_NR_OPENAT:
+	case DA_NR_OPENAT2:
+		return on_open(regs, ret, nr);
+	case DA_NR_CHDIR:
+	case DA_NR_FCHDIR:
+		return on_chdir(ret);
+	default:
+		return 0;
+	}
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(dirahead_exit, struct task_struct *task)
+{
+	/* Threads exit one by one; the state is the process's, so wait for the last one. */
+	if (task->signal->live.counter != 0)
+		return 0;
+	end_all(task->tgid, DIRAHEAD_END_EXIT);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(dirahead_exec, struct task_struct *task)
+{
+	end_all(task->tgid, DIRAHEAD_END_EXEC);
+	return 0;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* diraheadctl subcommands: each is `int cmd_NAME(int argc, char **argv)` with argv[0] = NAME,
+ * returning the exit status (0 ok, 1 failure, 2 bad usage). */
+#ifndef DIRAHEADCTL_H
+#define DIRAHEADCTL_H
+
+int cmd_prefetch(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_scans(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
+
+/* Exit codes of the daemon subcommands (status: 0 exactly when running and attached). */
+#define CTL_EXIT_FAILURE 1
+#define CTL_EXIT_USAGE 2
+#define CTL_EXIT_NOT_RUNNING 3
+#define CTL_EXIT_DENIED 4
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* The daemon's settings: built-in defaults, and (config.c) the INI file that overrides them. */
+#ifndef DIRAHEAD_CONFIG_H
+#define DIRAHEAD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "dirahead.h"
+
+#define DA_CONFIG_PATH "/etc/dirahead/dirahead.conf"
+#define DA_SOCKET_PATH "/run/dirahead/diraheadd.sock"
+#define DA_LIST_MAX 32
+
+struct da_strlist {
+	int n;
+	char *v[DA_LIST_MAX];
+};
+
+struct da_config {
+	bool enabled;
+	bool dry_run;               /* detect and log scans, never prefetch */
+	unsigned confirm_stats;     /* stats of a directory's entries before a scan counts */
+	unsigned window_start;      /* entries prefetched ahead of the application at first */
+	unsigned window_max;        /* the window doubles on hits up to this */
+	unsigned max_scans;         /* concurrent scans, all processes together */
+	unsigned max_scans_per_process;
+	unsigned depth_per_scan;    /* requests in flight per scan */
+	unsigned depth_total;       /* requests in flight in total */
+	enum dirahead_backend engine;
+	enum dirahead_order order;  /* DEFAULT: follow the application (readdir or name order) */
+	uint64_t min_dir_size;      /* directories with a smaller i_size are not worth it */
+	unsigned idle_timeout_ms;   /* a scan with no progress for this long ends */
+	unsigned stop_min_hits;     /* Lustre: stop when hits > this and hits < ratio * misses */
+	double stop_hit_ratio;      /* minimum hits / (hits + misses) once stop_min_hits is passed */
+	unsigned stop_consecutive_misses;
+	struct da_strlist fs_include, fs_exclude;     /* filesystem type names */
+	struct da_strlist path_include, path_exclude; /* mount point / path prefixes */
+	struct da_strlist comm_include, comm_exclude; /* process names */
+	struct da_strlist cgroup_include, cgroup_exclude;
+	char *metrics_address;      /* host:port, empty = off */
+	char *socket_path;
+	char *socket_group;         /* group allowed on the control socket besides root; empty = root only */
+	int log_level;              /* syslog levels: LOG_ERR .. LOG_DEBUG */
+};
+
+void da_config_defaults(struct da_config *c);
+void da_config_free(struct da_config *c);
+/* Parses FILE over the defaults.  Missing file: defaults, *missing = true, returns 0.  Errors:
+ * returns -1 and writes "file:line: key: reason" into err. */
+int da_config_load(struct da_config *c, const char *path, bool *missing, char *err, size_t errlen);
+
+#endif

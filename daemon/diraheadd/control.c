@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+#include "control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctlproto.h"
+#include "daemon.h"
+#include "detector.h"
+#include "log.h"
+#include "metrics.h"
+#include "scan.h"
+
+struct control {
+	struct daemon *d;
+	int fd;
+	char *path;
+	gid_t group;                /* (gid_t)-1: root only */
+	sd_event_source *src;
+};
+
+struct conn {
+	struct control *c;
+	int fd;
+	sd_event_source *io, *timeout;
+	size_t len;
+	char buf[DA_CTL_MAX_REQUEST];
+};
+
+static void conn_close(struct conn *k)
+{
+	sd_event_source_disable_unref(k->io);
+	sd_event_source_disable_unref(k->timeout);
+	close(k->fd);
+	free(k);
+}
+
+static json_object *jstats(struct daemon *d)
+{
+	struct da_stats *s = &d->stats;
+	json_object *o = json_object_new_object(), *ended = json_object_new_object(),
+		    *skips = json_object_new_object(), *errs = json_object_new_object();
+	struct detector_counters dc = { 0 };
+	detector_counters(d->det, &dc);
+	json_object_object_add(o, "listings", json_object_new_uint64(dc.v[DIRAHEAD_CNT_LISTINGS]));
+	json_object_object_add(o, "scans_confirmed", json_object_new_uint64(s->scans_confirmed));
+	json_object_object_add(o, "scans_started", json_object_new_uint64(s->scans_started));
+	for (int i = 0; i < DA_END_MAX; i++)
+		json_object_object_add(ended, da_end_reason_names[i], json_object_new_uint64(s->scans_ended[i]));
+	json_object_object_add(o, "scans_ended", ended);
+	for (int i = 0; i < DA_SKIP_MAX; i++)
+		json_object_object_add(skips, da_skip_reason_names[i], json_object_new_uint64(s->skips[i]));
+	json_object_object_add(o, "skips", skips);
+	json_object_object_add(o, "entries_prefetched", json_object_new_uint64(s->entries_prefetched));
+	json_object_object_add(o, "hits", json_object_new_uint64(s->hits));
+	json_object_object_add(o, "late", json_object_new_uint64(s->late));
+	json_object_object_add(o, "misses", json_object_new_uint64(s->misses));
+	for (int i = 0; i < DA_ERR_MAX; i++)
+		json_object_object_add(errs, da_err_class_names[i], json_object_new_uint64(s->errors[i]));
+	json_object_object_add(o, "errors", errs);
+	json_object_object_add(o, "stats_matched", json_object_new_uint64(dc.v[DIRAHEAD_CNT_STATS_MATCHED]));
+	json_object_object_add(o, "bpf_events", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS]));
+	json_object_object_add(o, "bpf_events_lost", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS_LOST]));
+	json_object_object_add(o, "progress_events", json_object_new_uint64(s->progress_events));
+	json_object_object_add(o, "reloads_ok", json_object_new_uint64(s->reloads_ok));
+	json_object_object_add(o, "reloads_failed", json_object_new_uint64(s->reloads_failed));
+	json_object_object_add(o, "active_scans", json_object_new_uint64(scan_mgr_active(d->mgr)));
+	json_object_object_add(o, "requests_in_flight", json_object_new_uint64(scan_mgr_inflight(d->mgr)));
+	return o;
+}
+
+static char *to_string(json_object *o)
+{
+	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return s;
+}
+
+char *control_stats_json(struct daemon *d) { return to_string(jstats(d)); }
+
+char *control_status_json(struct daemon *d)
+{
+	json_object *o = json_object_new_object();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	json_object_object_add(o, "running", json_object_new_boolean(1));
+	json_object_object_add(o, "attached", json_object_new_boolean(d->det != NULL));
+	json_object_object_add(o, "enabled", json_object_new_boolean(d->cfg.enabled));
+	json_object_object_add(o, "dry_run", json_object_new_boolean(d->cfg.dry_run));
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "version", json_object_new_string(DIRAHEAD_VERSION));
+	json_object_object_add(o, "uptime_seconds", json_object_new_double((double)(now - d->start_usec) / 1e6));
+	json_object_object_add(o, "engine", json_object_new_string(scan_mgr_backend(d->mgr)));
+	json_object_object_add(o, "config", json_object_new_string(d->config_path));
+	json_object_object_add(o, "active_scans", json_object_new_uint64(scan_mgr_active(d->mgr)));
+	json_object_object_add(o, "scans_confirmed", json_object_new_uint64(d->stats.scans_confirmed));
+	json_object_object_add(o, "entries_prefetched", json_object_new_uint64(d->stats.entries_prefetched));
+	return to_string(o);
+}
+
+static void add_scan(const struct scan_info *i, void *ctx)
+{
+	json_object *a = ctx, *o = json_object_new_object();
+	json_object_object_add(o, "pid", json_object_new_int((int)i->pid));
+	json_object_object_add(o, "comm", json_object_new_string(i->comm));
+	json_object_object_add(o, "directory", json_object_new_string(i->path));
+	json_object_object_add(o, "state", json_object_new_string(i->state));
+	json_object_object_add(o, "entries", json_object_new_uint64(i->entries));
+	json_object_object_add(o, "progress", json_object_new_uint64(i->app_pos));
+	json_object_object_add(o, "window", json_object_new_uint64(i->window));
+	json_object_object_add(o, "hits", json_object_new_uint64(i->hits));
+	json_object_object_add(o, "misses", json_object_new_uint64(i->misses));
+	json_object_object_add(o, "age_seconds", json_object_new_double(i->age_s));
+	json_object_array_add(a, o);
+}
+
+char *control_scans_json(struct daemon *d)
+{
+	json_object *a = json_object_new_array();
+	scan_mgr_foreach(d->mgr, add_scan, a);
+	return to_string(a);
+}
+
+static void reply(struct conn *k, bool ok, const char *body)
+{
+	/* Replies are small and the peer is waiting for them: a blocking write with a short
+	 * timeout keeps this simple without letting a stuck client hold the loop for long. */
+	struct timeval tv = { .tv_sec = 1 };
+	int fl = fcntl(k->fd, F_GETFL);
+	fcntl(k->fd, F_SETFL, fl & ~O_NONBLOCK);
+	setsockopt(k->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	const char *head = ok ? "ok\n" : "error ";
+	size_t n = strlen(body);
+	if (send(k->fd, head, strlen(head), MSG_NOSIGNAL) < 0)
+		return;
+	for (size_t off = 0; off < n;) {
+		ssize_t w = send(k->fd, body + off, n - off, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+	if (!ok)
+		send(k->fd, "\n", 1, MSG_NOSIGNAL);
+}
+
+static void handle(struct conn *k, const char *cmd)
+{
+	struct daemon *d = k->c->d;
+	char *body = NULL;
+	if (!strcmp(cmd, "status")) {
+		body = control_status_json(d);
+	} else if (!strcmp(cmd, "stats")) {
+		body = control_stats_json(d);
+	} else if (!strcmp(cmd, "scans")) {
+		body = control_scans_json(d);
+	} else if (!strcmp(cmd, "metrics")) {
+		body = metrics_text(d);
+	} else if (!strcmp(cmd, "reload")) {
+		char err[512];
+		if (daemon_reload(d, err, sizeof(err)) < 0)
+			return reply(k, false, err);
+		body = strdup("");
+	} else {
+		return reply(k, false, "unknown command");
+	}
+	if (!body)
+		return reply(k, false, "out of memory");
+	reply(k, true, body);
+	free(body);
+}
+
+static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *k = userdata;
+	(void)src;
+	(void)revents;
+	ssize_t n = read(fd, k->buf + k->len, sizeof(k->buf) - 1 - k->len);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n <= 0) {
+		conn_close(k);
+		return 0;
+	}
+	k->len += (size_t)n;
+	k->buf[k->len] = '\0';
+	char *nl = strchr(k->buf, '\n');
+	if (!nl) {
+		if (k->len == sizeof(k->buf) - 1)
+			conn_close(k); /* too long to be a command */
+		return 0;
+	}
+	*nl = '\0';
+	handle(k, k->buf);
+	conn_close(k);
+	return 0;
+}
+
+static int on_conn_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	(void)src;
+	(void)usec;
+	conn_close(userdata);
+	return 0;
+}
+
+static bool peer_allowed(struct control *c, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	return cr.uid == 0 || (c->group != (gid_t)-1 && cr.gid == c->group);
+}
+
+static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct control *c = userdata;
+	(void)src;
+	(void)revents;
+	int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (cfd < 0)
+		return 0;
+	if (!peer_allowed(c, cfd)) {
+		/* Paths and PIDs are shown only to root: close without an answer. */
+		close(cfd);
+		return 0;
+	}
+	struct conn *k = calloc(1, sizeof(*k));
+	if (!k) {
+		close(cfd);
+		return 0;
+	}
+	k->c = c;
+	k->fd = cfd;
+	if (sd_event_add_io(c->d->loop, &k->io, cfd, EPOLLIN, on_conn_io, k) < 0 ||
+	    sd_event_add_time_relative(c->d->loop, &k->timeout, CLOCK_MONOTONIC, 2000000, 0,
+				       on_conn_timeout, k) < 0) {
+		sd_event_source_disable_unref(k->io);
+		close(cfd);
+		free(k);
+	}
+	return 0;
+}
+
+struct control *control_new(struct daemon *d, char *err, size_t errlen)
+{
+	struct control *c = calloc(1, sizeof(*c));
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = d->cfg.socket_path;
+	if (!c)
+		return NULL;
+	c->d = d;
+	c->fd = -1;
+	c->group = (gid_t)-1;
+	if (d->cfg.socket_group && d->cfg.socket_group[0]) {
+		struct group *g = getgrnam(d->cfg.socket_group);
+		if (!g) {
+			snprintf(err, errlen, "control socket group '%s' does not exist", d->cfg.socket_group);
+			goto fail;
+		}
+		c->group = g->gr_gid;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "control socket path too long: %s", path);
+		goto fail;
+	}
+	strcpy(sa.sun_path, path);
+	/* The directory: systemd's RuntimeDirectory= makes it; by hand we make it root-only. */
+	char *dir = strdup(path), *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+			free(dir);
+			goto fail;
+		}
+	}
+	free(dir);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		goto fail;
+	}
+	/* A stale socket from a killed daemon would make bind fail; a live daemon answers. */
+	char *probe = NULL;
+	if (ctl_request(path, "status", &probe, 500) >= 0) {
+		free(probe);
+		snprintf(err, errlen, "another diraheadd is running (%s answers)", path);
+		goto fail;
+	}
+	unlink(path);
+	mode_t old = umask(0177);
+	int r = bind(c->fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(c->fd, 16) < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	c->path = strdup(path);
+	if (c->group != (gid_t)-1 && (chown(path, 0, c->group) < 0 || chmod(path, 0660) < 0)) {
+		snprintf(err, errlen, "cannot give %s to group %s: %s", path, d->cfg.socket_group, strerror(errno));
+		goto fail;
+	}
+	if (sd_event_add_io(d->loop, &c->src, c->fd, EPOLLIN, on_accept, c) < 0) {
+		snprintf(err, errlen, "event loop: cannot watch the control socket");
+		goto fail;
+	}
+	return c;
+fail:
+	control_free(c);
+	return NULL;
+}
+
+void control_free(struct control *c)
+{
+	if (!c)
+		return;
+	sd_event_source_disable_unref(c->src);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->path)
+		unlink(c->path);
+	free(c->path);
+	free(c);
+}

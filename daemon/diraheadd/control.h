@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* The control socket: diraheadctl's status, stats, scans, metrics and reload (ctlproto.h). */
+#ifndef DIRAHEAD_CONTROL_H
+#define DIRAHEAD_CONTROL_H
+
+#include <stddef.h>
+
+struct daemon;
+struct control;
+
+/* Creates the socket (and its directory), root-only unless cfg.socket_group names a group. */
+struct control *control_new(struct daemon *d, char *err, size_t errlen);
+void control_free(struct control *c);
+
+/* Reply bodies, also used by the metrics endpoint; malloc'ed strings. */
+char *control_status_json(struct daemon *d);
+char *control_stats_json(struct daemon *d);
+char *control_scans_json(struct daemon *d);
+
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* The daemon's state, shared by its modules. */
+#ifndef DIRAHEAD_DAEMON_H
+#define DIRAHEAD_DAEMON_H
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+#include "config.h"
+#include "stats.h"
+
+struct detector;
+struct scan_mgr;
+struct control;
+
+struct daemon {
+	sd_event *loop;
+	struct da_config cfg;
+	const char *config_path;
+	struct detector *det;
+	struct scan_mgr *mgr;
+	struct control *ctl;
+	struct da_stats stats;
+	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */
+	bool force_dry_run;          /* -n: survives reloads */
+	bool force_debug;            /* -v: survives reloads */
+};
+
+/* Re-reads the config file; on error keeps the old one.  Returns 0 or -1 with err filled. */
+int daemon_reload(struct daemon *d, char *err, size_t errlen);
+
+#endif

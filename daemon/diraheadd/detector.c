@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The detector's user-space half: checks what the kernel offers, loads and attaches
+ * bpf/detector.bpf.c through its skeleton, and hands ring-buffer events to the daemon.
+ *
+ * Nothing is pinned and no tracefs/bpffs is mounted: the programs hang on BPF links owned by
+ * this process, so they go away with it, however it dies.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "detector.h"
+#include "detector.skel.h"
+
+struct detector {
+	struct detector_bpf *skel;
+	struct ring_buffer *rb;
+	detector_event_fn fn;
+	void *ctx;
+	uint32_t ctl_seq;	/* bumped on every scan_ctl write so BPF sees each change */
+	int stats_fd;		/* BPF_ENABLE_STATS: run-time accounting while held */
+};
+
+static bool libbpf_verbose;
+
+/* libbpf's messages are for debugging the loader: only with verbose, and never debug noise. */
+static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!libbpf_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void detector_default_config(struct dirahead_bpf_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->enabled = 1;
+	cfg->self_tgid = (uint32_t)getpid();
+	cfg->confirm_stats = DETECTOR_DEFAULT_CONFIRM_STATS;
+	cfg->progress_step = DETECTOR_DEFAULT_PROGRESS_STEP;
+}
+
+/* Kernel features checked before loading, so failures name what is missing. */
+static int check_kernel(char *err, size_t errlen)
+{
+	static const struct {
+		const char *type;	/* typedef in vmlinux BTF for each tp_btf target */
+		const char *what;
+	} tps[] = {
+		{ "btf_trace_sys_exit", "tracepoint raw_syscalls:sys_exit (CONFIG_HAVE_SYSCALL_TRACEPOINTS)" },
+		{ "btf_trace_sched_process_exit", "tracepoint sched:sched_process_exit" },
+		{ "btf_trace_sched_process_exec", "tracepoint sched:sched_process_exec" },
+	};
+	struct btf *btf;
+	size_t i;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		set_err(err, errlen, "kernel BTF missing: /sys/kernel/btf/vmlinux: %s "
+			"(the kernel needs CONFIG_DEBUG_INFO_BTF=y)", strerror(errno));
+		return -ENOENT;
+	}
+	btf = btf__load_vmlinux_btf();
+	if (!btf) {
+		int e = errno;
+
+		set_err(err, errlen, "cannot read kernel BTF /sys/kernel/btf/vmlinux: %s",
+			strerror(e));
+		return -e;
+	}
+	for (i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		if (btf__find_by_name_kind(btf, tps[i].type, BTF_KIND_TYPEDEF) < 0) {
+			set_err(err, errlen, "%s missing from the kernel (no %s in its BTF)",
+				tps[i].what, tps[i].type);
+			btf__free(btf);
+			return -ENOENT;
+		}
+	}
+	btf__free(btf);
+	return 0;
+}
+
+/* After a failed load: say why, in the order of likelihood. */
+static void explain_load_error(int rc, char *err, size_t errlen)
+{
+	if (rc == -EPERM || rc == -EACCES) {
+		set_err(err, errlen, "loading the BPF programs: %s (needs root, or CAP_BPF and "
+			"CAP_PERFMON; a locked-down kernel may refuse tracing programs)",
+			strerror(-rc));
+	} else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 0) {
+		set_err(err, errlen, "BPF ring buffer missing (needs Linux 5.8 or later)");
+	} else {
+		set_err(err, errlen, "loading the BPF programs: %s (run verbose for libbpf's log)",
+			strerror(-rc));
+	}
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct detector *d = ctx;
+
+	if (size < sizeof(struct dirahead_event))
+		return 0;	/* an older BPF object: never happens with the skeleton */
+	return d->fn ? d->fn(data, d->ctx) : 0;
+}
+
+struct detector *detector_open(const struct dirahead_bpf_config *cfg, detector_event_fn fn,
+			       void *ctx, bool verbose, char *err, size_t errlen)
+{
+	struct dirahead_bpf_config defaults;
+	struct detector *d;
+	int rc;
+
+	libbpf_verbose = verbose;
+	libbpf_set_print(print_fn);
+	if (!cfg) {
+		detector_default_config(&defaults);
+		cfg = &defaults;
+	}
+	if (check_kernel(err, errlen) < 0)
+		return NULL;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	d->fn = fn;
+	d->ctx = ctx;
+	d->stats_fd = -1;
+	d->skel = detector_bpf__open();
+	if (!d->skel) {
+		set_err(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	rc = detector_bpf__load(d->skel);
+	if (rc) {
+		explain_load_error(rc, err, errlen);
+		goto fail;
+	}
+	rc = detector_configure(d, cfg);
+	if (rc) {
+		set_err(err, errlen, "writing the config map: %s", strerror(-rc));
+		goto fail;
+	}
+	rc = detector_bpf__attach(d->skel);
+	if (rc) {
+		set_err(err, errlen, "attaching the BPF programs: %s", strerror(-rc));
+		goto fail;
+	}
+	d->rb = ring_buffer__new(bpf_map__fd(d->skel->maps.events), on_event, d, NULL);
+	if (!d->rb) {
+		set_err(err, errlen, "setting up the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	return d;
+fail:
+	detector_close(d);
+	return NULL;
+}
+
+int detector_fd(const struct detector *d)
+{
+	return ring_buffer__epoll_fd(d->rb);
+}
+
+int detector_consume(struct detector *d)
+{
+	return ring_buffer__consume(d->rb);
+}
+
+int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg)
+{
+	uint32_t zero = 0;
+
+	if (bpf_map__update_elem(d->skel->maps.cfg, &zero, sizeof(zero), cfg, sizeof(*cfg), 0))
+		return -errno;
+	return 0;
+}
+
+static void scan_key(struct dirahead_scan_key *k, uint32_t tgid, uint32_t dev_major,
+		     uint32_t dev_minor, uint64_t ino)
+{
+	memset(k, 0, sizeof(*k));
+	k->tgid = tgid;
+	k->dev = DIRAHEAD_KDEV(dev_major, dev_minor);
+	k->ino = ino;
+}
+
+static int write_ctl(struct detector *d, const struct dirahead_scan_key *k, uint32_t step,
+		     uint32_t flags)
+{
+	struct dirahead_scan_ctl ctl = { .step = step, .flags = flags };
+
+	if (++d->ctl_seq == 0)
+		d->ctl_seq = 1;
+	ctl.seq = d->ctl_seq;
+	if (bpf_map__update_elem(d->skel->maps.scan_ctl, k, sizeof(*k), &ctl, sizeof(ctl), 0))
+		return -errno;
+	return 0;
+}
+
+int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t ino, uint32_t progress_step)
+{
+	struct dirahead_scan_key k;
+
+	scan_key(&k, tgid, dev_major, dev_minor, ino);
+	return write_ctl(d, &k, progress_step, 0);
+}
+
+int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+			 uint64_t ino)
+{
+	struct dirahead_scan_key k;
+
+	scan_key(&k, tgid, dev_major, dev_minor, ino);
+	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET);
+}
+
+int detector_counters(struct detector *d, struct detector_counters *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+	uint32_t i;
+	int c, rc = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < DIRAHEAD_CNT_MAX; i++) {
+		if (bpf_map__lookup_elem(d->skel->maps.counters, &i, sizeof(i), vals,
+					 sizeof(*vals) * (size_t)ncpu, 0)) {
+			rc = -errno;
+			break;
+		}
+		for (c = 0; c < ncpu; c++)
+			out->v[i] += vals[c];
+	}
+	free(vals);
+	return rc;
+}
+
+int detector_prog_stats(struct detector *d, struct detector_prog_stat *out, int max)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	bpf_object__for_each_program(prog, d->skel->obj) {
+		struct bpf_prog_info info;
+		uint32_t len = sizeof(info);
+
+		if (n < max) {
+			memset(&info, 0, sizeof(info));
+			memset(&out[n], 0, sizeof(out[n]));
+			out[n].name = bpf_program__name(prog);
+			if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+				out[n].id = info.id;
+				out[n].run_cnt = info.run_cnt;
+				out[n].run_time_ns = info.run_time_ns;
+			}
+		}
+		n++;
+	}
+	return n;
+}
+
+int detector_enable_stats(struct detector *d)
+{
+	int fd;
+
+	if (d->stats_fd >= 0)
+		return 0;
+	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (fd < 0)
+		return -errno;
+	d->stats_fd = fd;
+	return 0;
+}
+
+void detector_close(struct detector *d)
+{
+	if (!d)
+		return;
+	if (d->stats_fd >= 0)
+		close(d->stats_fd);
+	ring_buffer__free(d->rb);
+	detector_bpf__destroy(d->skel);
+	free(d);
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The detector: loads and attaches the BPF programs of bpf/detector.bpf.c, and hands the daemon
+ * the confirmed scans from the ring buffer.  One owner thread; nothing here blocks.
+ */
+#ifndef DIRAHEAD_DETECTOR_H
+#define DIRAHEAD_DETECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "dirahead_event.h"
+
+struct detector;
+
+/* Called from detector_consume() for every event; return 0 to go on, negative to stop consuming. */
+typedef int (*detector_event_fn)(const struct dirahead_event *ev, void *ctx);
+
+struct detector_counters {
+	uint64_t v[DIRAHEAD_CNT_MAX]; /* indexed by enum dirahead_counter, summed over CPUs */
+};
+
+struct detector_prog_stat {
+	const char *name;     /* BPF program name (valid until detector_close) */
+	uint32_t id;          /* kernel program id, as bpftool prog show lists it */
+	uint64_t run_cnt;     /* 0 unless kernel.bpf_stats_enabled=1 */
+	uint64_t run_time_ns;
+};
+
+/* Defaults used when detector_open() gets cfg == NULL (see detector_default_config()). */
+#define DETECTOR_DEFAULT_CONFIRM_STATS 3
+#define DETECTOR_DEFAULT_PROGRESS_STEP 64
+
+/* enabled, self_tgid = getpid(), the defaults above, min_dir_size 0. */
+void detector_default_config(struct dirahead_bpf_config *cfg);
+
+/*
+ * Opens, loads and attaches.  Mounts nothing it does not need (raw tracepoints/tp_btf need no
+ * tracefs).  On failure returns NULL and puts a message naming what is missing (BTF, a
+ * tracepoint, a capability) into err.  verbose: libbpf's own messages to stderr.
+ */
+struct detector *detector_open(const struct dirahead_bpf_config *cfg, detector_event_fn fn,
+			       void *ctx, bool verbose, char *err, size_t errlen);
+/* Epoll fd of the ring buffer: readable when events are waiting. */
+int detector_fd(const struct detector *d);
+/* Drain the ring buffer without blocking; returns events consumed or -errno. */
+int detector_consume(struct detector *d);
+/* Replace the settings in the config map (live: programs stay attached). */
+int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg);
+/* Per-scan control: progress events every `progress_step` stats from now (0 = no more events). */
+int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t ino, uint32_t progress_step);
+/* Forget a scan (the daemon stopped it); the process's later stats of it are ignored. */
+int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+			 uint64_t ino);
+int detector_counters(struct detector *d, struct detector_counters *out);
+/*
+ * Fills up to max entries; returns the number of programs.  Run times are counted only while
+ * kernel.bpf_stats_enabled=1 or while some process holds a BPF_ENABLE_STATS fd (see below).
+ */
+int detector_prog_stats(struct detector *d, struct detector_prog_stat *out, int max);
+/*
+ * Turn on run-time accounting of all BPF programs for as long as this detector is open (the
+ * kernel's BPF_ENABLE_STATS; no sysctl left behind if the process dies).  0 or -errno.
+ */
+int detector_enable_stats(struct detector *d);
+/* Detaches everything and frees; safe with NULL. */
+void detector_close(struct detector *d);
+
+#endif /* DIRAHEAD_DETECTOR_H */

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * diraheadd: watches directory scans with BPF and prefetches the entries' attributes ahead of
+ * the application.  One sd-event loop serves the ring buffer, the prefetch engine, the control
+ * socket, the metrics endpoint, signals and the systemd watchdog.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control.h"
+#include "daemon.h"
+#include "detector.h"
+#include "httpd.h"
+#include "log.h"
+#include "scan.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: diraheadd [OPTIONS]\n"
+		"Detects directory scans with BPF and prefetches the entries' attributes ahead of them.\n"
+		"\n"
+		"  -c, --config FILE       configuration file (default " DA_CONFIG_PATH ")\n"
+		"      --check-config      validate the configuration file and exit (0 valid, 1 not)\n"
+		"  -n, --dry-run           detect and log scans, never prefetch\n"
+		"  -s, --socket PATH       control socket (default " DA_SOCKET_PATH ")\n"
+		"  -v, --verbose           log at debug level (and libbpf's messages)\n"
+		"  -V, --version           print the version and exit\n"
+		"  -h, --help              print this help and exit\n"
+		"\n"
+		"Runs in the foreground; under systemd it logs to the journal and notifies readiness.\n"
+		"SIGHUP reloads the configuration; SIGTERM and SIGINT stop it.\n"
+		"Exit status: 0 stopped cleanly, 1 failed to start (bad configuration, no BPF), 2 bad usage.\n");
+}
+
+static void bpf_config(const struct da_config *c, struct dirahead_bpf_config *b)
+{
+	*b = (struct dirahead_bpf_config){
+		.enabled = c->enabled,
+		.self_tgid = (__u32)getpid(),
+		.confirm_stats = c->confirm_stats,
+		.progress_step = c->window_start / 4 < 2 ? 2 : c->window_start / 4,
+		.min_dir_size = c->min_dir_size,
+	};
+}
+
+static void notify_status(struct daemon *d)
+{
+	sd_notifyf(0, "STATUS=%u active scans, %llu confirmed, %llu entries prefetched%s",
+		   scan_mgr_active(d->mgr), (unsigned long long)d->stats.scans_confirmed,
+		   (unsigned long long)d->stats.entries_prefetched, d->cfg.enabled ? "" : " (disabled)");
+}
+
+int daemon_reload(struct daemon *d, char *err, size_t errlen)
+{
+	struct da_config nc;
+	bool missing;
+	uint64_t mono = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	mono = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono);
+
+	da_config_defaults(&nc);
+	int r = da_config_load(&nc, d->config_path, &missing, err, errlen);
+	if (r == 0) {
+		nc.dry_run |= d->force_dry_run; /* command-line options outlive reloads */
+		if (d->force_debug)
+			nc.log_level = LOG_DEBUG;
+		free(nc.socket_path); /* the socket stays where it is until a restart */
+		nc.socket_path = strdup(d->cfg.socket_path);
+		struct dirahead_bpf_config bc;
+		bpf_config(&nc, &bc);
+		detector_configure(d->det, &bc);
+		scan_mgr_reconfigure(d->mgr, &nc);
+		log_set_level(nc.log_level);
+		da_config_free(&d->cfg);
+		d->cfg = nc;
+		d->stats.reloads_ok++;
+		log_notice("configuration reloaded from %s%s", d->config_path, missing ? " (missing: defaults)" : "");
+	} else {
+		da_config_free(&nc);
+		d->stats.reloads_failed++;
+		log_err("reload failed, keeping the old configuration: %s", err);
+	}
+	sd_notify(0, "READY=1");
+	notify_status(d);
+	return r;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct daemon *d = userdata;
+	(void)s;
+	if (si->ssi_signo == SIGHUP) {
+		char err[512];
+		daemon_reload(d, err, sizeof(err));
+		return 0;
+	}
+	log_info("signal %d: stopping", si->ssi_signo);
+	sd_notify(0, "STOPPING=1");
+	return sd_event_exit(d->loop, 0);
+}
+
+static int on_detector_event(const struct dirahead_event *ev, void *ctx)
+{
+	struct daemon *d = ctx;
+	return d->mgr ? scan_mgr_on_event(ev, d->mgr) : 0;
+}
+
+static int on_ringbuf(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct daemon *d = userdata;
+	static unsigned last_active;
+	static uint64_t last_notify;
+	(void)s;
+	(void)fd;
+	(void)revents;
+	detector_consume(d->det);
+	uint64_t now;
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	if (scan_mgr_active(d->mgr) != last_active && now - last_notify > 1000000) {
+		last_active = scan_mgr_active(d->mgr);
+		last_notify = now;
+		notify_status(d);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct daemon d = { .config_path = DA_CONFIG_PATH };
+	bool check = false, dry = false, verbose = false, missing = false;
+	const char *socket_path = NULL;
+	char err[512];
+	int c, r, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "c:ns:vVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': d.config_path = optarg; break;
+		case 'C': check = true; break;
+		case 'n': dry = true; break;
+		case 's': socket_path = optarg; break;
+		case 'v': verbose = true; break;
+		case 'V': printf("diraheadd " DIRAHEAD_VERSION "\n"); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		/* `--check-config FILE` */
+		if (check && optind + 1 == argc) {
+			d.config_path = argv[optind];
+		} else {
+			fprintf(stderr, "diraheadd: unexpected argument '%s'\n", argv[optind]);
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	da_config_defaults(&d.cfg);
+	if (da_config_load(&d.cfg, d.config_path, &missing, err, sizeof(err)) < 0) {
+		fprintf(stderr, "diraheadd: %s\n", err);
+		da_config_free(&d.cfg);
+		return 1;
+	}
+	if (check) {
+		printf("%s: %s\n", d.config_path, missing ? "missing, the built-in defaults apply" : "valid");
+		da_config_free(&d.cfg);
+		return 0;
+	}
+	d.force_dry_run = dry;
+	d.force_debug = verbose;
+	if (dry)
+		d.cfg.dry_run = true;
+	if (verbose)
+		d.cfg.log_level = LOG_DEBUG;
+	if (socket_path) {
+		free(d.cfg.socket_path);
+		d.cfg.socket_path = strdup(socket_path);
+	}
+	log_setup(d.cfg.log_level);
+	if (missing)
+		log_info("%s not found: using the built-in defaults", d.config_path);
+
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d.start_usec = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((r = sd_event_default(&d.loop)) < 0) {
+		log_err("event loop: %s", strerror(-r));
+		goto out;
+	}
+	sd_event_add_signal(d.loop, NULL, SIGTERM, on_signal, &d);
+	sd_event_add_signal(d.loop, NULL, SIGINT, on_signal, &d);
+	sd_event_add_signal(d.loop, NULL, SIGHUP, on_signal, &d);
+
+	struct dirahead_bpf_config bc;
+	bpf_config(&d.cfg, &bc);
+	d.det = detector_open(&bc, on_detector_event, &d, verbose, err, sizeof(err));
+	if (!d.det) {
+		log_err("cannot attach the BPF detector: %s", err);
+		goto out;
+	}
+	d.mgr = scan_mgr_new(d.loop, &d.cfg, d.det, &d.stats, err, sizeof(err));
+	if (!d.mgr) {
+		log_err("%s", err);
+		goto out;
+	}
+	d.ctl = control_new(&d, err, sizeof(err));
+	if (!d.ctl) {
+		log_err("%s", err);
+		goto out;
+	}
+	if (httpd_start(&d, err, sizeof(err)) < 0) {
+		log_err("metrics: %s", err);
+		goto out;
+	}
+	if ((r = sd_event_add_io(d.loop, NULL, detector_fd(d.det), EPOLLIN, on_ringbuf, &d)) < 0) {
+		log_err("event loop: %s", strerror(-r));
+		goto out;
+	}
+	sd_event_set_watchdog(d.loop, true);
+	log_notice("attached; %s engine%s, control socket %s%s%s", scan_mgr_backend(d.mgr),
+		   d.cfg.dry_run ? ", dry run" : "", d.cfg.socket_path,
+		   d.cfg.metrics_address[0] ? ", metrics on http://" : "", d.cfg.metrics_address);
+	sd_notify(0, "READY=1");
+	notify_status(&d);
+
+	r = sd_event_loop(d.loop);
+	rc = r < 0 ? 1 : 0;
+out:
+	httpd_stop();
+	control_free(d.ctl);
+	scan_mgr_free(d.mgr);
+	detector_close(d.det);
+	sd_event_unref(d.loop);
+	da_config_free(&d.cfg);
+	return rc;
+}

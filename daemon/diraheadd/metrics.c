@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "daemon.h"
+#include "detector.h"
+#include "scan.h"
+
+struct buf {
+	FILE *f;
+};
+
+static void head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void one(FILE *f, const char *name, const char *type, const char *help, unsigned long long v)
+{
+	head(f, name, type, help);
+	fprintf(f, "%s %llu\n", name, v);
+}
+
+char *metrics_text(struct daemon *d)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	struct da_stats *s = &d->stats;
+	struct detector_counters dc = { 0 };
+	detector_counters(d->det, &dc);
+
+	head(f, "dirahead_build_info", "gauge", "Build information; the value is always 1.");
+	fprintf(f, "dirahead_build_info{version=\"%s\",engine=\"%s\"} 1\n", DIRAHEAD_VERSION,
+		scan_mgr_backend(d->mgr));
+	one(f, "dirahead_listings_total", "counter", "Directory listings seen by the BPF detector.",
+	    dc.v[DIRAHEAD_CNT_LISTINGS]);
+	one(f, "dirahead_scans_confirmed_total", "counter",
+	    "Scans confirmed: a listing followed by stats of the directory's entries.", s->scans_confirmed);
+	head(f, "dirahead_scans_ended_total", "counter", "Scans ended, by reason (completed or why aborted).");
+	for (int i = 0; i < DA_END_MAX; i++)
+		fprintf(f, "dirahead_scans_ended_total{reason=\"%s\"} %llu\n", da_end_reason_names[i],
+			(unsigned long long)s->scans_ended[i]);
+	head(f, "dirahead_skips_total", "counter", "Confirmed scans not prefetched, by reason.");
+	for (int i = 0; i < DA_SKIP_MAX; i++)
+		fprintf(f, "dirahead_skips_total{reason=\"%s\"} %llu\n", da_skip_reason_names[i],
+			(unsigned long long)s->skips[i]);
+	one(f, "dirahead_entries_prefetched_total", "counter", "Entries whose attributes were prefetched.",
+	    s->entries_prefetched);
+	one(f, "dirahead_hits_total", "counter", "Application stats that found the entry prefetched.", s->hits);
+	one(f, "dirahead_misses_total", "counter", "Application stats that got ahead of the prefetch.", s->misses);
+	head(f, "dirahead_errors_total", "counter", "Prefetch requests that failed, by errno class.");
+	for (int i = 0; i < DA_ERR_MAX; i++)
+		fprintf(f, "dirahead_errors_total{class=\"%s\"} %llu\n", da_err_class_names[i],
+			(unsigned long long)s->errors[i]);
+	one(f, "dirahead_bpf_events_lost_total", "counter", "BPF events dropped because the ring buffer was full.",
+	    dc.v[DIRAHEAD_CNT_EVENTS_LOST]);
+	head(f, "dirahead_config_reloads_total", "counter", "Configuration reloads, by result.");
+	fprintf(f, "dirahead_config_reloads_total{result=\"success\"} %llu\n", (unsigned long long)s->reloads_ok);
+	fprintf(f, "dirahead_config_reloads_total{result=\"failure\"} %llu\n", (unsigned long long)s->reloads_failed);
+	one(f, "dirahead_active_scans", "gauge", "Scans being prefetched now.", scan_mgr_active(d->mgr));
+	one(f, "dirahead_requests_in_flight", "gauge", "Prefetch requests in flight now.", scan_mgr_inflight(d->mgr));
+
+	struct detector_prog_stat ps[32];
+	int n = detector_prog_stats(d->det, ps, 32);
+	if (n > 32)
+		n = 32;
+	head(f, "dirahead_bpf_programs_attached", "gauge", "BPF programs attached.");
+	fprintf(f, "dirahead_bpf_programs_attached %d\n", n < 0 ? 0 : n);
+	head(f, "dirahead_bpf_program_runs_total", "counter",
+	     "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "dirahead_bpf_program_runs_total{program=\"%s\"} %llu\n", ps[i].name,
+			(unsigned long long)ps[i].run_cnt);
+	head(f, "dirahead_bpf_program_run_seconds_total", "counter",
+	     "Time spent in each BPF program (needs kernel.bpf_stats_enabled=1).");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "dirahead_bpf_program_run_seconds_total{program=\"%s\"} %.9f\n", ps[i].name,
+			(double)ps[i].run_time_ns / 1e9);
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* Opening the directory a process is scanning, through its own view (/proc/PID/...). */
+#ifndef DIRAHEAD_PROCDIR_H
+#define DIRAHEAD_PROCDIR_H
+
+#include "dirahead_event.h"
+
+/*
+ * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID, so
+ * that processes in other mount namespaces and chroots resolve as they see it, and returns an
+ * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if its device and inode are those BPF saw.
+ * Returns -ENOENT when nothing opened (process gone, directory gone), -ESTALE when something
+ * opened but was another directory, other -errno otherwise.
+ */
+int procdir_open(const struct dirahead_event *ev);
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The scan manager: turns confirmed scans from the detector into prefetches a window ahead of
+ * the application, grows the window while prefetched entries are used, and ends scans by
+ * Lustre's rules (done, exited, idle, hit ratio too low, too many consecutive misses).
+ */
+#ifndef DIRAHEAD_SCAN_H
+#define DIRAHEAD_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+#include "config.h"
+#include "dirahead_event.h"
+#include "stats.h"
+
+struct detector;
+struct scan_mgr;
+
+/* A read-only view of one active scan, for `diraheadctl scans`. */
+struct scan_info {
+	uint32_t pid;
+	const char *comm;
+	const char *path;     /* the process's name for the directory */
+	uint64_t entries;     /* entries prefetched so far */
+	uint64_t app_pos;     /* how far the application got (entries) */
+	uint64_t window;
+	uint64_t hits, misses;
+	const char *state;    /* opening, prefetching, following */
+	double age_s;
+};
+
+struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, char *err, size_t errlen);
+/* Detector callback (detector_event_fn). */
+int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr);
+/* The config changed (reload): limits and rules apply to new and running scans. */
+void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
+unsigned scan_mgr_active(const struct scan_mgr *m);
+uint64_t scan_mgr_inflight(const struct scan_mgr *m);
+const char *scan_mgr_backend(const struct scan_mgr *m);
+void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx);
+/* Ends every scan (reason SHUTDOWN) and frees; never waits for a hung filesystem. */
+void scan_mgr_free(struct scan_mgr *m);
+
+#endif

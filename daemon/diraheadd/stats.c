@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+#include "stats.h"
+
+#include <errno.h>
+
+#define X_NAME(e, s) s,
+const char *const da_end_reason_names[DA_END_MAX] = { DA_END_REASONS(X_NAME) };
+const char *const da_skip_reason_names[DA_SKIP_MAX] = { DA_SKIP_REASONS(X_NAME) };
+#undef X_NAME
+const char *const da_err_class_names[DA_ERR_MAX] = { "enoent", "eacces", "eio", "other" };
+
+enum da_err_class da_err_class_of(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+	case ESTALE:
+		return DA_ERR_ENOENT; /* raced with a delete or rename: harmless */
+	case EACCES:
+	case EPERM:
+		return DA_ERR_EACCES;
+	case EIO:
+	case ETIMEDOUT:
+	case ENOTCONN:
+		return DA_ERR_EIO;
+	default:
+		return DA_ERR_OTHER;
+	}
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* The daemon's statistics, kept in memory; shown by `diraheadctl stats` and as metrics. */
+#ifndef DIRAHEAD_STATS_H
+#define DIRAHEAD_STATS_H
+
+#include <stdint.h>
+
+/* Why a scan ended.  COMPLETED: every entry was prefetched, or the application finished the
+ * directory; the rest are aborts. */
+#define DA_END_REASONS(X)                                                                          \
+	X(COMPLETED, "completed")                                                                  \
+	X(EXITED, "process_exited")    /* the application exited mid-way */                      \
+	X(IDLE, "idle")                /* no progress for idle_timeout_ms */                       \
+	X(LOW_HITS, "low_hit_ratio")   /* Lustre: hit ratio under stop_hit_ratio */              \
+	X(MISSES, "consecutive_misses")                                                            \
+	X(VANISHED, "directory_gone")  /* removed, renamed or unreadable mid-way */               \
+	X(EVICTED, "evicted")          /* the detector dropped its state */                       \
+	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */
+
+/* Why a confirmed scan was not prefetched. */
+#define DA_SKIP_REASONS(X)                                                                         \
+	X(PSEUDO_FS, "pseudo_fs")                                                                  \
+	X(FILTERED, "filtered")        /* excluded by the [filter] settings */                     \
+	X(BUSY, "busy")                /* max_scans or max_scans_per_process reached */            \
+	X(DUPLICATE, "duplicate")      /* that process's scan of that directory is running */      \
+	X(OPEN_FAILED, "open_failed")  /* the directory could not be opened through /proc */       \
+	X(MISMATCH, "mismatch")        /* what opened was not the directory BPF saw */             \
+	X(SMALL, "small")              /* below min_dir_size */                                    \
+	X(ENGINE, "engine")            /* the engine refused it */                                 \
+	X(DRY_RUN, "dry_run")
+
+#define X_ENUM(e, s) DA_END_##e,
+enum da_end_reason { DA_END_REASONS(X_ENUM) DA_END_MAX };
+#undef X_ENUM
+#define X_ENUM(e, s) DA_SKIP_##e,
+enum da_skip_reason { DA_SKIP_REASONS(X_ENUM) DA_SKIP_MAX };
+#undef X_ENUM
+
+/* errno classes for errors of prefetch requests */
+enum da_err_class { DA_ERR_ENOENT, DA_ERR_EACCES, DA_ERR_EIO, DA_ERR_OTHER, DA_ERR_MAX };
+
+struct da_stats {
+	uint64_t scans_confirmed;        /* SCAN events received */
+	uint64_t scans_started;          /* prefetch started */
+	uint64_t scans_ended[DA_END_MAX];
+	uint64_t skips[DA_SKIP_MAX];
+	uint64_t entries_prefetched;     /* prefetch requests completed without error */
+	uint64_t hits;                   /* the application's stat found the entry fetched */
+	uint64_t late;                   /* ... found it in flight */
+	uint64_t misses;                 /* ... ahead of the window */
+	uint64_t errors[DA_ERR_MAX];
+	uint64_t progress_events;
+	uint64_t reloads_ok, reloads_failed;
+};
+
+extern const char *const da_end_reason_names[DA_END_MAX];
+extern const char *const da_skip_reason_names[DA_SKIP_MAX];
+extern const char *const da_err_class_names[DA_ERR_MAX];
+enum da_err_class da_err_class_of(int err);
+
+#endif

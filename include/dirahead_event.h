@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The ABI between the BPF detector (bpf/detector.bpf.c) and the daemon: ring-buffer events, the
+ * configuration map and the counter indexes.  Included by BPF code (after vmlinux.h) and by user
+ * space, so it uses only __u32/__u64-style types and no libc.
+ */
+#ifndef DIRAHEAD_EVENT_H
+#define DIRAHEAD_EVENT_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define DIRAHEAD_COMM_LEN 16
+#define DIRAHEAD_NAME_LEN 64   /* leading bytes of the last entry name stat'ed (for sorted order) */
+#define DIRAHEAD_PATH_LEN 256  /* the process's own name for the directory */
+
+enum dirahead_event_type {
+	DIRAHEAD_EV_SCAN = 1,     /* a scan was confirmed: listing + confirm_stats matching stats */
+	DIRAHEAD_EV_PROGRESS = 2, /* the application moved on by progress_step stats (rate-limited) */
+	DIRAHEAD_EV_END = 3,      /* the application is done with the directory (see end_reason) */
+};
+
+enum dirahead_end_reason {
+	DIRAHEAD_END_NONE = 0,
+	DIRAHEAD_END_EXIT = 1,    /* the process exited */
+	DIRAHEAD_END_NEXT = 2,    /* the process started listing another directory and left this one */
+	DIRAHEAD_END_EVICTED = 3, /* the state was dropped: too many directories open at once */
+	DIRAHEAD_END_EXEC = 4,    /* the process called execve: a new program, the scan is over */
+};
+
+/* How the process names the directory; the daemon tries them in this order and verifies dev+ino. */
+enum dirahead_ref {
+	DIRAHEAD_REF_FD = 1u << 0,   /* `fd` is an fd of the process on the directory */
+	DIRAHEAD_REF_CWD = 1u << 1,  /* the directory is the process's cwd */
+	DIRAHEAD_REF_PATH = 1u << 2, /* `path`, relative to the process's cwd unless it starts with '/' */
+};
+
+struct dirahead_event {
+	__u32 type;        /* enum dirahead_event_type */
+	__u32 tgid;        /* process (thread group) */
+	__u32 tid;         /* thread that made the call */
+	__s32 fd;          /* valid when ref has DIRAHEAD_REF_FD, else -1 */
+	__u32 ref;         /* enum dirahead_ref bits */
+	__u32 end_reason;  /* enum dirahead_end_reason, for DIRAHEAD_EV_END */
+	__u32 dev_major;   /* the directory's device (superblock s_dev split) */
+	__u32 dev_minor;
+	__u64 ino;         /* the directory's inode number */
+	__u64 magic;       /* superblock s_magic, so pseudo filesystems are skipped without opening */
+	__u64 dir_size;    /* i_size of the directory inode */
+	__u64 listed;      /* directory entries returned by getdents so far */
+	__u64 stats;       /* stats matched to this directory so far */
+	__u64 scan_id;     /* unique per (process, directory) scan; same on every event of a scan */
+	__u64 ts_ns;       /* bpf_ktime_get_ns() when the event was made */
+	__u32 listing_done;/* getdents has returned 0 (end of directory) at least once */
+	__u32 name_len;    /* bytes valid in name */
+	char comm[DIRAHEAD_COMM_LEN];
+	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
+	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
+};
+
+/* Settings the daemon writes into the single-entry array map `cfg`; changeable while attached. */
+struct dirahead_bpf_config {
+	__u32 enabled;       /* 0: every hook returns at once */
+	__u32 self_tgid;     /* the daemon: its syscalls (and its io_uring workers') are ignored */
+	__u32 confirm_stats; /* stats of the directory's entries before a scan is confirmed */
+	__u32 progress_step; /* default stats between two progress events of one scan */
+	__u64 min_dir_size;  /* directories whose i_size is below this are not tracked */
+	__u32 flags;         /* DIRAHEAD_CFG_* */
+	__u32 reserved;
+};
+
+/*
+ * PROGRESS and END events are queued without waking the reader: each wakeup costs the scanning
+ * process a cross-CPU wakeup inside its syscall (measured ~10 us here, nested VM).  The reader
+ * must then also consume on a timer (every few ms); SCAN events always wake it.
+ */
+#define DIRAHEAD_CFG_LAZY_WAKEUP 1u
+
+/* Per-CPU counters in the array map `counters`. */
+enum dirahead_counter {
+	DIRAHEAD_CNT_LISTINGS = 0,     /* directory listings seen (first getdents of a dir by a process) */
+	DIRAHEAD_CNT_SCANS,            /* scans confirmed */
+	DIRAHEAD_CNT_STATS_MATCHED,    /* stats matched to a tracked directory */
+	DIRAHEAD_CNT_EVENTS,           /* events sent */
+	DIRAHEAD_CNT_EVENTS_LOST,      /* events dropped: ring buffer full */
+	DIRAHEAD_CNT_MAX,
+};
+
+/*
+ * Internal to the detector (bpf/detector.bpf.c and daemon/diraheadd/detector.c), not for the
+ * daemon's logic: the key of the per-(process, directory) maps and the per-scan control entry.
+ * `dev` is the kernel's internal dev_t (superblock s_dev): major << 20 | minor.
+ */
+#define DIRAHEAD_KDEV_MINORBITS 20
+#define DIRAHEAD_KDEV(major, minor) (((__u32)(major) << DIRAHEAD_KDEV_MINORBITS) | (__u32)(minor))
+#define DIRAHEAD_KDEV_MAJOR(dev) ((__u32)(dev) >> DIRAHEAD_KDEV_MINORBITS)
+#define DIRAHEAD_KDEV_MINOR(dev) ((__u32)(dev) & ((1u << DIRAHEAD_KDEV_MINORBITS) - 1))
+
+struct dirahead_scan_key {
+	__u32 tgid;
+	__u32 dev;
+	__u64 ino;
+};
+
+/*
+ * `scan_ctl` value, written by user space only (a separate map, so user-space writes never race
+ * with the BPF side's in-place updates of the scan state).  BPF applies it when `seq` changes.
+ */
+#define DIRAHEAD_CTL_FORGET 1u   /* ignore this scan from now on: no more events */
+struct dirahead_scan_ctl {
+	__u32 seq;
+	__u32 step;
+	__u32 flags;
+	__u32 pad;
+};
+
+#endif /* DIRAHEAD_EVENT_H */

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# Helpers for tests that run diraheadd; source after lib.sh.
+#   daemon_start [diraheadd options...]   start it on a private socket, wait until attached
+#   daemon_stop                           SIGTERM, wait (fails the test if it takes > 2 s)
+#   ctl CMD [args...]                     diraheadctl against that daemon
+#   daemon_stat KEY                       one value from `diraheadctl stats` (e.g. hits,
+#                                         scans_ended.completed, skips.busy)
+DAEMON_SOCK=$T/diraheadd.sock
+DAEMON_CONF=${DAEMON_CONF:-$T/dirahead.conf}
+DAEMON_LOG=$T/diraheadd.log
+DAEMON_PID=
+
+ctl() { "$BUILD/diraheadctl" "$1" --socket "$DAEMON_SOCK" "${@:2}"; }
+
+daemon_start() {
+	[ -f "$DAEMON_CONF" ] || printf '[metrics]\naddress =\n' >"$DAEMON_CONF"
+	"$BUILD/diraheadd" --config "$DAEMON_CONF" --socket "$DAEMON_SOCK" -v "$@" >"$DAEMON_LOG" 2>&1 &
+	DAEMON_PID=$!
+	on_exit "daemon_kill"
+	local i
+	for ((i = 0; i < 500; i++)); do
+		ctl status >/dev/null 2>&1 && return 0
+		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$DAEMON_LOG"; fail "diraheadd exited at start"; }
+		sleep 0.02
+	done
+	cat "$DAEMON_LOG"
+	fail "diraheadd did not become ready within 10 s"
+}
+
+daemon_kill() {
+	[ -n "$DAEMON_PID" ] || return 0
+	kill -TERM "$DAEMON_PID" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.05; done
+	kill -KILL "$DAEMON_PID" 2>/dev/null
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=
+	echo "--- diraheadd log"; tail -n 40 "$DAEMON_LOG"
+}
+
+daemon_stop() {
+	local t0 rc=0
+	t0=$(now_ms)
+	kill -TERM "$DAEMON_PID"
+	wait "$DAEMON_PID" || rc=$?
+	DAEMON_PID=
+	assert_eq "$rc" 0 "diraheadd exit status after SIGTERM"
+	assert_le $(($(now_ms) - t0)) 2000 "diraheadd stop time (ms)"
+}
+
+daemon_stat() {
+	ctl stats | awk -v k="$1" '$1 == k { print $2; found = 1 } END { if (!found) print 0 }'
+}

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+/*
+ * Counters: requests by operation, in total and per calling process, and the peak number of
+ * requests in flight.  The kernel reports the calling *thread* (fuse_req_ctx()->pid is a TID);
+ * tests reason about processes, so each TID is mapped to its thread group via /proc and cached.
+ */
+#include "slowfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const sf_op_names[SF_OP_COUNT] = {
+	[SF_OP_LOOKUP] = "lookup",
+	[SF_OP_GETATTR] = "getattr",
+	[SF_OP_READLINK] = "readlink",
+	[SF_OP_OPEN] = "open",
+	[SF_OP_READ] = "read",
+	[SF_OP_RELEASE] = "release",
+	[SF_OP_FLUSH] = "flush",
+	[SF_OP_OPENDIR] = "opendir",
+	[SF_OP_READDIR] = "readdir",
+	[SF_OP_READDIRPLUS] = "readdirplus",
+	[SF_OP_RELEASEDIR] = "releasedir",
+	[SF_OP_STATFS] = "statfs",
+	[SF_OP_ACCESS] = "access",
+	[SF_OP_FORGET] = "forget",
+};
+
+#define TID_CACHE_MAX 65536
+/* A cached mapping is trusted this long: a TID recycled for another process within a second
+ * is unlikely, and re-reading /proc once a second per thread costs nothing. */
+#define TID_CACHE_TTL_NS 1000000000ULL
+#define NBUCKETS 1024
+
+struct tid_ent {		/* TID -> thread group id */
+	pid_t tid, tgid;
+	uint64_t when_ns;	/* when read from /proc */
+	struct tid_ent *next;
+};
+
+struct pid_ent {		/* per thread group counters */
+	pid_t tgid;
+	uint64_t n[SF_OP_COUNT];
+	struct pid_ent *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tid_ent *tids[NBUCKETS];
+static size_t ntids;
+static struct pid_ent *pids[NBUCKETS];
+static uint64_t total[SF_OP_COUNT];
+static uint64_t inflight, inflight_attr, max_inflight, max_inflight_attr;
+static uint64_t start_ns;
+
+static size_t bucket(pid_t p)
+{
+	return ((uint32_t)p * 2654435761u >> 8) & (NBUCKETS - 1);
+}
+
+void sf_stats_init(void)
+{
+	start_ns = sf_now_ns();
+}
+
+static void clear_tids_locked(void)
+{
+	size_t i;
+
+	for (i = 0; i < NBUCKETS; i++) {
+		struct tid_ent *t = tids[i], *next;
+
+		for (; t; t = next) {
+			next = t->next;
+			free(t);
+		}
+		tids[i] = NULL;
+	}
+	ntids = 0;
+}
+
+/* Tgid of thread @tid from /proc/TID/status; the TID itself if the thread is already gone. */
+static pid_t read_tgid(pid_t tid)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tid;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return tid;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTgid:");
+	if (!p)
+		return tid;
+	return (pid_t)strtol(p + 6, NULL, 10);
+}
+
+static pid_t tgid_of(pid_t tid)
+{
+	struct tid_ent *t;
+	pid_t tgid;
+
+	uint64_t now = sf_now_ns();
+
+	pthread_mutex_lock(&lock);
+	for (t = tids[bucket(tid)]; t; t = t->next)
+		if (t->tid == tid && now - t->when_ns < TID_CACHE_TTL_NS) {
+			tgid = t->tgid;
+			pthread_mutex_unlock(&lock);
+			return tgid;
+		}
+	pthread_mutex_unlock(&lock);
+
+	tgid = read_tgid(tid);	/* outside the lock: it is a file read */
+
+	pthread_mutex_lock(&lock);
+	for (t = tids[bucket(tid)]; t; t = t->next)
+		if (t->tid == tid)
+			break;
+	if (!t) {
+		if (ntids >= TID_CACHE_MAX)	/* bounded */
+			clear_tids_locked();
+		t = malloc(sizeof(*t));
+		if (t) {
+			t->tid = tid;
+			t->next = tids[bucket(tid)];
+			tids[bucket(tid)] = t;
+			ntids++;
+		}
+	}
+	if (t) {
+		t->tgid = tgid;
+		t->when_ns = now;
+	}
+	pthread_mutex_unlock(&lock);
+	return tgid;
+}
+
+static bool is_attr_op(enum sf_op op)
+{
+	return op == SF_OP_LOOKUP || op == SF_OP_GETATTR;
+}
+
+void sf_stats_begin(enum sf_op op, pid_t tid)
+{
+	/* pid 0: kernel-internal requests (forget, async release) */
+	pid_t tgid = tid > 0 ? tgid_of(tid) : 0;
+	struct pid_ent *p = NULL;
+
+	pthread_mutex_lock(&lock);
+	total[op]++;
+	if (tgid > 0) {
+		for (p = pids[bucket(tgid)]; p; p = p->next)
+			if (p->tgid == tgid)
+				break;
+		if (!p && (p = calloc(1, sizeof(*p))) != NULL) {
+			p->tgid = tgid;
+			p->next = pids[bucket(tgid)];
+			pids[bucket(tgid)] = p;
+		}
+		if (p)
+			p->n[op]++;
+	}
+	if (++inflight > max_inflight)
+		max_inflight = inflight;
+	if (is_attr_op(op) && ++inflight_attr > max_inflight_attr)
+		max_inflight_attr = inflight_attr;
+	pthread_mutex_unlock(&lock);
+}
+
+void sf_stats_done(enum sf_op op)
+{
+	pthread_mutex_lock(&lock);
+	inflight--;
+	if (is_attr_op(op))
+		inflight_attr--;
+	pthread_mutex_unlock(&lock);
+}
+
+void sf_stats_reset(void)
+{
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	memset(total, 0, sizeof(total));
+	for (i = 0; i < NBUCKETS; i++) {
+		struct pid_ent *p = pids[i], *next;
+
+		for (; p; p = next) {
+			next = p->next;
+			free(p);
+		}
+		pids[i] = NULL;
+	}
+	/* A test that resets is about to start new processes; forget old TID mappings. */
+	clear_tids_locked();
+	/* Peaks restart from what is in flight right now. */
+	max_inflight = inflight;
+	max_inflight_attr = inflight_attr;
+	start_ns = sf_now_ns();
+	pthread_mutex_unlock(&lock);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	const struct pid_ent *x = *(struct pid_ent *const *)a, *y = *(struct pid_ent *const *)b;
+
+	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+}
+
+void sf_stats_print(FILE *out)
+{
+	uint64_t sum = 0, kflags = sf_init_kernel_flags(), sflags = sf_init_sent_flags();
+	struct pid_ent **list = NULL;
+	size_t i, n = 0, cap = 0;
+	int op;
+
+	/* Configuration and negotiation first, then counters. */
+	fprintf(out, "backing=%s\n", sf_cfg.backing);
+	fprintf(out, "mountpoint=%s\n", sf_cfg.mountpoint);
+	fprintf(out, "init_done=%d\n", sf_init_done());
+	fprintf(out, "proto_minor=%u\n", sf_init_proto_minor());
+	fprintf(out, "init_kernel_flags=0x%" PRIx64 "\n", kflags);
+	fprintf(out, "init_flags=0x%" PRIx64 "\n", sflags);
+	fprintf(out, "parallel_dirops=%d\n", !!(sflags & (1u << 18)));
+	fprintf(out, "readdirplus=%d\n", !!(sflags & (1u << 13)));
+	fprintf(out, "attr_timeout=%g\n", sf_cfg.attr_timeout);
+	fprintf(out, "entry_timeout=%g\n", sf_cfg.entry_timeout);
+	for (op = 0; op < SF_OP_COUNT; op++)
+		fprintf(out, "latency_us.%s=%" PRIu64 "\n", sf_op_names[op], sf_cfg.lat_ns[op] / 1000);
+	fprintf(out, "jitter_us=%" PRIu64 "\n", sf_cfg.jitter_ns / 1000);
+	fprintf(out, "stalled=%d\n", sf_sched_stalled());
+	fprintf(out, "fail_lookups=%d\n", sf_fail_lookups);
+	fprintf(out, "nodes=%zu\n", sf_nodes_count());
+	fprintf(out, "pending_replies=%zu\n", sf_sched_pending());
+
+	pthread_mutex_lock(&lock);
+	fprintf(out, "uptime_ms=%" PRIu64 "\n", (sf_now_ns() - start_ns) / 1000000);
+	fprintf(out, "inflight=%" PRIu64 "\n", inflight);
+	fprintf(out, "max_inflight=%" PRIu64 "\n", max_inflight);
+	fprintf(out, "max_inflight_lookup_getattr=%" PRIu64 "\n", max_inflight_attr);
+	for (op = 0; op < SF_OP_COUNT; op++) {
+		fprintf(out, "total.%s=%" PRIu64 "\n", sf_op_names[op], total[op]);
+		sum += total[op];
+	}
+	fprintf(out, "total.all=%" PRIu64 "\n", sum);
+	for (i = 0; i < NBUCKETS; i++) {
+		struct pid_ent *p;
+
+		for (p = pids[i]; p; p = p->next) {
+			if (n == cap) {
+				size_t c = cap ? cap * 2 : 64;
+				struct pid_ent **l = realloc(list, c * sizeof(*l));
+
+				if (!l)
+					break;
+				list = l;
+				cap = c;
+			}
+			list[n++] = p;
+		}
+	}
+	if (n)
+		qsort(list, n, sizeof(*list), cmp_pid);
+	for (i = 0; i < n; i++) {
+		uint64_t all = 0;
+
+		for (op = 0; op < SF_OP_COUNT; op++) {
+			if (list[i]->n[op])
+				fprintf(out, "pid.%d.%s=%" PRIu64 "\n", (int)list[i]->tgid,
+					sf_op_names[op], list[i]->n[op]);
+			all += list[i]->n[op];
+		}
+		fprintf(out, "pid.%d.all=%" PRIu64 "\n", (int)list[i]->tgid, all);
+	}
+	pthread_mutex_unlock(&lock);
+	free(list);
+}
