@@ -63,6 +63,17 @@ char *metrics_text(struct daemon *d)
 	head(f, "dirahead_config_reloads_total", "counter", "Configuration reloads, by result.");
 	fprintf(f, "dirahead_config_reloads_total{result=\"success\"} %llu\n", (unsigned long long)s->reloads_ok);
 	fprintf(f, "dirahead_config_reloads_total{result=\"failure\"} %llu\n", (unsigned long long)s->reloads_failed);
+	head(f, "dirahead_prefetch_latency_seconds", "histogram",
+	     "Time from submitting a prefetch request to its completion.");
+	unsigned long long cum = 0;
+	for (int i = 0; i < DA_LAT_BUCKETS; i++) {
+		cum += s->lat_bucket[i];
+		fprintf(f, "dirahead_prefetch_latency_seconds_bucket{le=\"%g\"} %llu\n", da_latency_bounds[i], cum);
+	}
+	cum += s->lat_bucket[DA_LAT_BUCKETS];
+	fprintf(f, "dirahead_prefetch_latency_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+	fprintf(f, "dirahead_prefetch_latency_seconds_sum %.9f\n", s->lat_sum_s);
+	fprintf(f, "dirahead_prefetch_latency_seconds_count %llu\n", cum);
 	one(f, "dirahead_active_scans", "gauge", "Scans being prefetched now.", scan_mgr_active(d->mgr));
 	one(f, "dirahead_requests_in_flight", "gauge", "Prefetch requests in flight now.", scan_mgr_inflight(d->mgr));
 

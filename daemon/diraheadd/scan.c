@@ -470,6 +470,7 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 		m->st->entries_prefetched++;
 	}
 	s->completed++;
+	da_stats_latency(m->st, c->latency_ns);
 }
 
 static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, void *data)

@@ -27,3 +27,17 @@ enum da_err_class da_err_class_of(int err)
 		return DA_ERR_OTHER;
 	}
 }
+
+const double da_latency_bounds[DA_LAT_BUCKETS] = { 1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+						   5e-3, 1e-2, 5e-2, 0.25, 1.0 };
+
+void da_stats_latency(struct da_stats *s, uint64_t ns)
+{
+	double v = (double)ns / 1e9;
+	int i = 0;
+	while (i < DA_LAT_BUCKETS && v > da_latency_bounds[i])
+		i++;
+	s->lat_bucket[i]++;
+	s->lat_count++;
+	s->lat_sum_s += v;
+}

@@ -39,6 +39,8 @@ enum da_skip_reason { DA_SKIP_REASONS(X_ENUM) DA_SKIP_MAX };
 /* errno classes for errors of prefetch requests */
 enum da_err_class { DA_ERR_ENOENT, DA_ERR_EACCES, DA_ERR_EIO, DA_ERR_OTHER, DA_ERR_MAX };
 
+#define DA_LAT_BUCKETS 12
+
 struct da_stats {
 	uint64_t scans_confirmed;        /* SCAN events received */
 	uint64_t scans_started;          /* prefetch started */
@@ -51,7 +53,14 @@ struct da_stats {
 	uint64_t errors[DA_ERR_MAX];
 	uint64_t progress_events;
 	uint64_t reloads_ok, reloads_failed;
+	/* prefetch request latency: cumulative-on-output buckets, upper bounds da_latency_bounds */
+	uint64_t lat_bucket[DA_LAT_BUCKETS + 1];
+	uint64_t lat_count;
+	double lat_sum_s;
 };
+
+extern const double da_latency_bounds[DA_LAT_BUCKETS];
+void da_stats_latency(struct da_stats *s, uint64_t ns);
 
 extern const char *const da_end_reason_names[DA_END_MAX];
 extern const char *const da_skip_reason_names[DA_SKIP_MAX];
