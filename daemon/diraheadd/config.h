@@ -6,10 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ctlproto.h"
 #include "dirahead.h"
 
 #define DA_CONFIG_PATH "/etc/dirahead/dirahead.conf"
-#define DA_SOCKET_PATH "/run/dirahead/diraheadd.sock"
+#define DA_SOCKET_PATH DA_DEFAULT_SOCKET
 #define DA_LIST_MAX 32
 
 struct da_strlist {

@@ -48,15 +48,12 @@ static bool rate_ok(int prio)
 		return true;
 	unsigned long long t = now_ns();
 	if (t - rl_start > RL_INTERVAL_NS) {
-		if (rl_dropped) {
-			unsigned d = rl_dropped;
-			rl_dropped = 0;
-			rl_start = t;
-			rl_count = 0;
-			log_fields(LOG_WARNING, NULL, "%u log messages suppressed (rate limit)", d);
-		}
+		unsigned dropped = rl_dropped;
 		rl_start = t;
 		rl_count = 0;
+		rl_dropped = 0;
+		if (dropped)
+			log_fields(LOG_WARNING, NULL, "%u log messages suppressed (rate limit)", dropped);
 	}
 	if (rl_count++ < RL_BURST)
 		return true;

@@ -9,10 +9,6 @@
 #include "detector.h"
 #include "scan.h"
 
-struct buf {
-	FILE *f;
-};
-
 static void head(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);

@@ -196,6 +196,18 @@ static uint32_t progress_step(const struct scan *s)
 	return step < 2 ? 2 : step > 256 ? 256 : (uint32_t)step;
 }
 
+/* A scan that never got going (its directory could not be opened, was filtered out or refused
+ * by the engine): undo what on_scan_event() counted and let the detector forget it. */
+static void drop_opening(struct scan *s, enum da_skip_reason why)
+{
+	struct scan_mgr *m = s->mgr;
+	m->st->skips[why]++;
+	m->st->scans_started--;
+	m->active--;
+	detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
+	free_scan(s);
+}
+
 static void *opener_main(void *arg)
 {
 	struct open_job *job = arg;
@@ -316,12 +328,8 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 			continue;
 		}
 		if (r.fd < 0) {
-			m->st->skips[r.fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED]++;
 			log_debug("scan of %s by pid %u: cannot open: %s", s->path, s->tgid, strerror(-r.fd));
-			m->st->scans_started--;
-			m->active--;
-			detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
-			free_scan(s);
+			drop_opening(s, r.fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
 			continue;
 		}
 		char real[4096] = "";
@@ -332,11 +340,7 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 		if ((m->cfg.path_include.n || m->cfg.path_exclude.n) &&
 		    !allowed(&m->cfg.path_include, &m->cfg.path_exclude, real, prefix_match)) {
 			close(r.fd);
-			m->st->skips[DA_SKIP_FILTERED]++;
-			m->st->scans_started--;
-			m->active--;
-			detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
-			free_scan(s);
+			drop_opening(s, DA_SKIP_FILTERED);
 			continue;
 		}
 		s->limit = s->app_pos + s->window;
@@ -347,10 +351,7 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 		s->dir = dirahead_dir_submit(m->engine, r.fd, &o);
 		close(r.fd);
 		if (!s->dir) {
-			m->st->skips[DA_SKIP_ENGINE]++;
-			m->st->scans_started--;
-			m->active--;
-			free_scan(s);
+			drop_opening(s, DA_SKIP_ENGINE);
 			continue;
 		}
 		s->state = SCAN_PREFETCHING;
