@@ -25,9 +25,13 @@ endif
 DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev \
             liburing-dev libfuse3-dev fuse3 libcmocka-dev libsystemd-dev libinih-dev \
             libmicrohttpd-dev libjson-c-dev rsync python3 tar findutils coreutils \
-            e2fsprogs xfsprogs util-linux procps psmisc
+            e2fsprogs xfsprogs util-linux procps psmisc curl iproute2
 # packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
 DEB_DEPS += mandoc debhelper lintian rpm
+# the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted
+DEB_DEPS += debootstrap systemd-container
+# make bench (tests/bench/): the runner, its chart, the local-filesystem scenarios
+DEB_DEPS += python3 gnuplot-nox xfsprogs e2fsprogs util-linux fuse3 rsync
 
 pc = $(shell pkg-config $(1) $(2) 2>/dev/null)
 
@@ -154,6 +158,18 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)
 tests: $(UNIT_BINS) $(TOOL_BINS)
 .PHONY: tests
 
+# promtool, Prometheus's exposition checker, for tests/integration/metrics-scrape.sh: extracted
+# from Debian's prometheus package, not installed, since that package's postinst would start a
+# Prometheus server.
+PROMTOOL := $(BUILD)/tools/promtool
+$(PROMTOOL):
+	@mkdir -p $(@D)/prometheus-deb
+	cd $(@D)/prometheus-deb && rm -f prometheus_*.deb && { apt-get download -qq prometheus || \
+	    { apt-get update -qq && apt-get download -qq prometheus; }; }
+	dpkg-deb --fsys-tarfile $(@D)/prometheus-deb/prometheus_*.deb | tar -xOf - ./usr/bin/promtool > $@.tmp
+	chmod 0755 $@.tmp && mv $@.tmp $@ && rm -rf $(@D)/prometheus-deb
+tests: $(PROMTOOL)
+
 # ---------------------------------------------------------------------------
 $(BUILD)/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h) $(wildcard daemon/lib/*.h)
 	@mkdir -p $(@D)
@@ -179,8 +195,15 @@ run: deps
 	$(MAKE) all
 	$(BUILD)/diraheadd --config $(or $(CONFIG),/etc/dirahead/dirahead.conf)
 
-bench:
-	@echo "make bench: the benchmark runner is not written yet (issue 5)"; exit 1
+# make bench [QUICK=1]: tests/bench/bench.py.  A full run writes tests/bench/results/latest.*
+# (committed); QUICK=1 writes $(BUILD)/bench/ so it never overwrites them.
+BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop
+$(BUILD)/tests/bench/fstatat-loop: tests/bench/fstatat-loop.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+bench: deps
+	$(MAKE) all $(BENCH_TOOLS)
+	python3 tests/bench/bench.py --build $(BUILD) $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(BUILD)
@@ -244,14 +267,15 @@ uninstall:
 	    echo "keeping the modified $(DESTDIR)$(CONFDIR)/dirahead.conf"; fi
 
 # ---------------------------------------------------------------------------
-# Packages.  Both build from a copy of the tree (without build/ and .git) in a scratch directory,
-# so the working tree and its build/ are never touched; the results land in build/deb, build/rpm.
+# Packages.  Both build from a copy of the tree (without build/, build-*/ and .git) in a scratch
+# directory, so the working tree and its build/ are never touched; the results land in build/deb,
+# build/rpm.  (A build directory may hold the systemd-nspawn test's 160 MB Debian root.)
 # The outer make's variables (BUILD=, DESTDIR=, -j) must not leak into the package's own make.
 PKG_SCRATCH := $(BUILD)/pkg-scratch
 PKG_ENV     := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES -u DESTDIR -u BUILD
 define pkg_copy_tree
 	rm -rf $(PKG_SCRATCH) && mkdir -p $(PKG_SCRATCH)/dirahead-$(VERSION)
-	tar -cf - --exclude=./.git --exclude=./build --exclude=./$(BUILD) . \
+	tar -cf - --exclude=./.git --exclude=./build --exclude='./build-*' --exclude=./$(BUILD) . \
 	    | tar -xf - -C $(PKG_SCRATCH)/dirahead-$(VERSION)
 endef
 

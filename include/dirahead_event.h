@@ -67,7 +67,8 @@ struct dirahead_bpf_config {
 	__u32 progress_step; /* default stats between two progress events of one scan */
 	__u64 min_dir_size;  /* directories whose i_size is below this are not tracked */
 	__u32 flags;         /* DIRAHEAD_CFG_* */
-	__u32 reserved;
+	__u32 timing_epoch;  /* set by the loader, bumped whenever the sys_enter program is detached:
+			      * a stat start time noted in an earlier epoch is stale */
 };
 
 /*
@@ -85,6 +86,19 @@ enum dirahead_counter {
 	DIRAHEAD_CNT_EVENTS,           /* events sent */
 	DIRAHEAD_CNT_EVENTS_LOST,      /* events dropped: ring buffer full */
 	DIRAHEAD_CNT_MAX,
+};
+
+/*
+ * The application's stat latency in tracked directories: the single-entry per-CPU array map
+ * `app_lat`, a log2 histogram of the time from sys_enter to sys_exit of every successful stat
+ * (stat, lstat, newfstatat, statx) that the detector matched to a directory the process listed.
+ * slot[k] counts stats that took more than 2^(k-1) and at most 2^k ns (slot 0: at most 1 ns);
+ * the last slot also holds everything longer.  Sum the CPUs' copies to read it.
+ */
+#define DIRAHEAD_APP_LAT_SLOTS 40
+struct dirahead_app_lat {
+	__u64 slot[DIRAHEAD_APP_LAT_SLOTS];
+	__u64 sum_ns;
 };
 
 /*

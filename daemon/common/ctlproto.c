@@ -58,7 +58,8 @@ int ctl_request(const char *socket_path, const char *cmd, char **reply, int time
 			goto out;
 		ssize_t w = send(fd, line + off, (size_t)(n - off), MSG_NOSIGNAL);
 		if (w < 0 && errno != EAGAIN) {
-			r = -errno;
+			/* the daemon closes at once on clients it does not accept, maybe before this */
+			r = errno == EPIPE || errno == ECONNRESET ? -EACCES : -errno;
 			goto out;
 		}
 		off += w > 0 ? (int)w : 0;

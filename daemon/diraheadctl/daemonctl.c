@@ -69,7 +69,8 @@ static int ask(const struct opts *o, const char *cmd, char **reply)
 		return CTL_EXIT_NOT_RUNNING;
 	}
 	if (r == -EACCES || r == -EPERM) {
-		fprintf(stderr, "diraheadctl: permission denied on %s (root only)\n", o->socket);
+		fprintf(stderr, "diraheadctl: permission denied on %s (root or the [control] group only)\n",
+			o->socket);
 		return CTL_EXIT_DENIED;
 	}
 	fprintf(stderr, "diraheadctl: %s: %s\n", o->socket, strerror(-r));

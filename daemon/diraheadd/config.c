@@ -2,13 +2,16 @@
 /* Defaults and the INI config file (parsed with inih). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -62,8 +65,42 @@ void da_config_free(struct da_config *c)
 
 struct parse_ctx {
 	struct da_config *c;
-	char err[256];          /* first error only: inih reports the line of the first one */
+	FILE *f;
+	int line;               /* the line inih is on: our reader counts them */
+	int err_line;           /* line of err, or of an over-long line */
+	char err[256];          /* first error only */
+	/* lines of the keys that are checked against each other once the whole file is read */
+	int line_window_start, line_window_max, line_depth_per_scan, line_depth_total;
 };
+
+/* inih's reader, counting lines so that errors found after the fact (keys checked against each
+ * other) can still name one.  inih reads into a fixed buffer: a longer line would come back in
+ * pieces, the rest parsed as lines of their own, so it is an error here. */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct parse_ctx *p = stream;
+	if (!fgets(str, num, p->f))
+		return NULL;
+	p->line++;
+	size_t n = strlen(str);
+	if (n == (size_t)num - 1 && str[n - 1] != '\n') {
+		int ch = fgetc(p->f);
+		if (ch == EOF || ch == '\n')
+			return str; /* it just fits */
+		while ((ch = fgetc(p->f)) != EOF && ch != '\n')
+			;
+		if (!p->err[0]) {
+			/* name the key (or whatever starts the line) */
+			int k = (int)strspn(str, " \t");
+			int klen = (int)strcspn(str + k, " \t=:");
+			snprintf(p->err, sizeof(p->err), "%.*s: line longer than %d characters",
+				 klen > 64 ? 64 : klen, str + k, num - 1);
+			p->err_line = p->line;
+		}
+		str[0] = '\0'; /* an empty line: nothing more to say about it */
+	}
+	return str;
+}
 
 static bool parse_uint(const char *v, unsigned long long lo, unsigned long long hi,
 		       unsigned long long *out)
@@ -119,7 +156,7 @@ static int set_str(char **dst, const char *v)
 	return 1;
 }
 
-#define ERR(...) (snprintf(p->err, sizeof(p->err), __VA_ARGS__), 0)
+#define ERR(...) (snprintf(p->err, sizeof(p->err), __VA_ARGS__), p->err_line = p->line, 0)
 
 struct uint_key {
 	const char *section, *name;
@@ -157,6 +194,14 @@ static int handler(void *user, const char *section, const char *name, const char
 			return ERR("[%s] %s: '%s' is not a whole number from %llu to %llu", section,
 				   name, value, k->lo, k->hi);
 		*(unsigned *)((char *)c + k->off) = (unsigned)u;
+		if (!strcmp(name, "window_start"))
+			p->line_window_start = p->line;
+		else if (!strcmp(name, "window_max"))
+			p->line_window_max = p->line;
+		else if (!strcmp(name, "depth_per_scan"))
+			p->line_depth_per_scan = p->line;
+		else if (!strcmp(name, "depth_total"))
+			p->line_depth_total = p->line;
 		return 1;
 	}
 	if (!strcmp(section, "daemon")) {
@@ -226,31 +271,69 @@ static int handler(void *user, const char *section, const char *name, const char
 			{ "cgroup_include", offsetof(struct da_config, cgroup_include) },
 			{ "cgroup_exclude", offsetof(struct da_config, cgroup_exclude) },
 		};
-		for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-			if (!strcmp(name, lists[i].n))
-				return parse_list(value, (struct da_strlist *)((char *)c + lists[i].off))
-					       ? 1
-					       : ERR("[filter] %s: more than %d entries", name, DA_LIST_MAX);
+		for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+			if (strcmp(name, lists[i].n))
+				continue;
+			struct da_strlist *l = (struct da_strlist *)((char *)c + lists[i].off);
+			if (!parse_list(value, l))
+				return ERR("[filter] %s: more than %d entries", name, DA_LIST_MAX);
+			/* cgroup patterns are matched against absolute paths: anything else never would */
+			for (int j = 0; !strncmp(name, "cgroup_", 7) && j < l->n; j++)
+				if (l->v[j][0] != '/')
+					return ERR("[filter] %s: '%s' is not a cgroup path (one starting with /, "
+						   "as in /proc/PID/cgroup)", name, l->v[j]);
+			return 1;
+		}
 	} else if (!strcmp(section, "metrics")) {
-		if (!strcmp(name, "address"))
+		if (!strcmp(name, "address")) {
+			struct sockaddr_storage ss;
+			if (value[0] && da_parse_address(value, &ss) < 0)
+				return ERR("[metrics] address: '%s' is not ADDRESS:PORT (127.0.0.1:9567, "
+					   "[::1]:9567, :9567) or empty", value);
 			return set_str(&c->metrics_address, value);
+		}
 	} else if (!strcmp(section, "control")) {
 		if (!strcmp(name, "socket")) {
 			if (value[0] != '/')
 				return ERR("[control] socket: '%s' is not an absolute path", value);
 			return set_str(&c->socket_path, value);
 		}
-		if (!strcmp(name, "group"))
+		if (!strcmp(name, "group")) {
+			/* Checked here so that a typo is an error with a line number, not a failed start. */
+			if (value[0] && !getgrnam(value))
+				return ERR("[control] group: no group named '%s'", value);
 			return set_str(&c->socket_group, value);
+		}
+	} else if (!section[0]) {
+		return ERR("%s: key before any [section]", name);
 	} else {
-		return ERR("unknown section [%s]", section);
+		return ERR("[%s] %s: unknown section", section, name);
 	}
 	return ERR("[%s] %s: unknown key", section, name);
+}
+
+/* The text of line `line` of f (for a syntax error, which inih reports by number only). */
+static void quote_line(FILE *f, int line, char *out, size_t outlen)
+{
+	char buf[256];
+	int n = 0;
+	out[0] = '\0';
+	rewind(f);
+	while (fgets(buf, sizeof(buf), f))
+		if (++n == line) {
+			size_t len = strcspn(buf, "\r\n");
+			if (len >= outlen)
+				len = outlen - 1;
+			memcpy(out, buf, len);
+			out[len] = '\0';
+			return;
+		}
 }
 
 int da_config_load(struct da_config *c, const char *path, bool *missing, char *err, size_t errlen)
 {
 	struct parse_ctx p = { .c = c };
+	struct stat st;
 	*missing = false;
 	FILE *f = fopen(path, "re");
 	if (!f) {
@@ -261,25 +344,91 @@ int da_config_load(struct da_config *c, const char *path, bool *missing, char *e
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	int line = ini_parse_file(f, handler, &p);
-	fclose(f);
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* fopen() succeeds on a directory and reading it gives nothing: "valid" otherwise */
+		snprintf(err, errlen, "%s: %s", path, strerror(EISDIR));
+		fclose(f);
+		return -1;
+	}
+	p.f = f;
+	int line = ini_parse_stream(read_line, &p, handler, &p);
 	if (line == -2) {
+		fclose(f);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
-	if (line != 0) {
-		snprintf(err, errlen, "%s:%d: %s", path, line,
-			 p.err[0] ? p.err : "syntax error (expected [section] or key = value)");
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		fclose(f);
 		return -1;
 	}
+	/* inih goes on after an error and returns the first failing line: a syntax error (no
+	 * message of ours) or one of our errors, whichever came first. */
+	if (line > 0 && (!p.err[0] || line < p.err_line)) {
+		char text[128];
+		quote_line(f, line, text, sizeof(text));
+		fclose(f);
+		snprintf(err, errlen, "%s:%d: syntax error in '%s' (expected [section] or key = value)",
+			 path, line, text);
+		return -1;
+	}
+	fclose(f);
+	if (p.err[0]) {
+		snprintf(err, errlen, "%s:%d: %s", path, p.err_line, p.err);
+		return -1;
+	}
+	/* Checked once the whole file is in; the line is that of the later of the two keys. */
 	if (c->window_start > c->window_max) {
-		snprintf(err, errlen, "%s: [prefetch] window_start (%u) is above window_max (%u)", path,
-			 c->window_start, c->window_max);
+		int l = p.line_window_start > p.line_window_max ? p.line_window_start : p.line_window_max;
+		snprintf(err, errlen, "%s:%d: [prefetch] window_start (%u) is above window_max (%u)", path,
+			 l, c->window_start, c->window_max);
 		return -1;
 	}
 	if (c->depth_per_scan > c->depth_total) {
-		snprintf(err, errlen, "%s: [prefetch] depth_per_scan (%u) is above depth_total (%u)", path,
-			 c->depth_per_scan, c->depth_total);
+		int l = p.line_depth_per_scan > p.line_depth_total ? p.line_depth_per_scan : p.line_depth_total;
+		snprintf(err, errlen, "%s:%d: [prefetch] depth_per_scan (%u) is above depth_total (%u)", path,
+			 l, c->depth_per_scan, c->depth_total);
+		return -1;
+	}
+	return 0;
+}
+
+/* "127.0.0.1:9567", "[::1]:9567", ":9567" (loopback is the default for a bare port). */
+int da_parse_address(const char *a, struct sockaddr_storage *ss)
+{
+	char host[128];
+	const char *colon;
+	memset(ss, 0, sizeof(*ss));
+	if (a[0] == '[') {
+		const char *end = strchr(a, ']');
+		if (!end || end[1] != ':' || (size_t)(end - a - 1) >= sizeof(host))
+			return -1;
+		memcpy(host, a + 1, (size_t)(end - a - 1));
+		host[end - a - 1] = '\0';
+		colon = end + 1;
+	} else {
+		colon = strrchr(a, ':');
+		if (!colon || (size_t)(colon - a) >= sizeof(host))
+			return -1;
+		memcpy(host, a, (size_t)(colon - a));
+		host[colon - a] = '\0';
+		if (!host[0])
+			strcpy(host, "127.0.0.1");
+	}
+	char *end;
+	errno = 0;
+	long port = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port <= 0 || port > 65535)
+		return -1;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+	} else {
 		return -1;
 	}
 	return 0;

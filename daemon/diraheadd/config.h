@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include "ctlproto.h"
 #include "dirahead.h"
 
@@ -50,5 +51,7 @@ void da_config_free(struct da_config *c);
 /* Parses FILE over the defaults.  Missing file: defaults, *missing = true, returns 0.  Errors:
  * returns -1 and writes "file:line: key: reason" into err. */
 int da_config_load(struct da_config *c, const char *path, bool *missing, char *err, size_t errlen);
+/* [metrics] address: "127.0.0.1:9567", "[::1]:9567" or ":9567" (loopback).  0, or -1 if invalid. */
+int da_parse_address(const char *a, struct sockaddr_storage *ss);
 
 #endif

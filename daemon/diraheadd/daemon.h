@@ -20,6 +20,7 @@ struct daemon {
 	struct scan_mgr *mgr;
 	struct control *ctl;
 	struct da_stats stats;
+	sd_event_source *timing_src; /* detaches the stat timing program once scans stop coming */
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */
 	bool force_dry_run;          /* -n: survives reloads */
 	bool force_debug;            /* -v: survives reloads */

@@ -25,6 +25,7 @@ struct detector {
 	detector_event_fn fn;
 	void *ctx;
 	uint32_t ctl_seq;	/* bumped on every scan_ctl write so BPF sees each change */
+	struct dirahead_bpf_config cfg;	/* as last configured, with timing_epoch set here */
 	int stats_fd;		/* BPF_ENABLE_STATS: run-time accounting while held */
 };
 
@@ -67,6 +68,7 @@ static int check_kernel(char *err, size_t errlen)
 		const char *type;	/* typedef in vmlinux BTF for each tp_btf target */
 		const char *what;
 	} tps[] = {
+		{ "btf_trace_sys_enter", "tracepoint raw_syscalls:sys_enter (CONFIG_HAVE_SYSCALL_TRACEPOINTS)" },
 		{ "btf_trace_sys_exit", "tracepoint raw_syscalls:sys_exit (CONFIG_HAVE_SYSCALL_TRACEPOINTS)" },
 		{ "btf_trace_sched_process_exit", "tracepoint sched:sched_process_exit" },
 		{ "btf_trace_sched_process_exec", "tracepoint sched:sched_process_exec" },
@@ -108,6 +110,9 @@ static void explain_load_error(int rc, char *err, size_t errlen)
 			strerror(-rc));
 	} else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 0) {
 		set_err(err, errlen, "BPF ring buffer missing (needs Linux 5.8 or later)");
+	} else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 0) {
+		set_err(err, errlen, "BPF task-local storage missing (tracing programs need it for "
+			"the stat latency histogram: Linux 5.13 or later)");
 	} else {
 		set_err(err, errlen, "loading the BPF programs: %s (run verbose for libbpf's log)",
 			strerror(-rc));
@@ -147,6 +152,7 @@ struct detector *detector_open(const struct dirahead_bpf_config *cfg, detector_e
 	d->fn = fn;
 	d->ctx = ctx;
 	d->stats_fd = -1;
+	d->cfg.timing_epoch = 1;	/* stat_start entries start zeroed: epoch 0 never counts */
 	d->skel = detector_bpf__open();
 	if (!d->skel) {
 		set_err(err, errlen, "cannot open the BPF object: %s", strerror(errno));
@@ -188,13 +194,22 @@ int detector_consume(struct detector *d)
 	return ring_buffer__consume(d->rb);
 }
 
-int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg)
+static int write_config(struct detector *d)
 {
 	uint32_t zero = 0;
 
-	if (bpf_map__update_elem(d->skel->maps.cfg, &zero, sizeof(zero), cfg, sizeof(*cfg), 0))
+	if (bpf_map__update_elem(d->skel->maps.cfg, &zero, sizeof(zero), &d->cfg, sizeof(d->cfg), 0))
 		return -errno;
 	return 0;
+}
+
+int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg)
+{
+	uint32_t epoch = d->cfg.timing_epoch;
+
+	d->cfg = *cfg;
+	d->cfg.timing_epoch = epoch;
+	return write_config(d);
 }
 
 static void scan_key(struct dirahead_scan_key *k, uint32_t tgid, uint32_t dev_major,
@@ -263,6 +278,61 @@ int detector_counters(struct detector *d, struct detector_counters *out)
 	return rc;
 }
 
+int detector_app_lat(struct detector *d, struct detector_app_lat *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct dirahead_app_lat *vals;
+	uint32_t zero = 0;
+	int c, k;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	/* A per-CPU value comes as one copy per possible CPU, each rounded up to 8 bytes. */
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	if (bpf_map__lookup_elem(d->skel->maps.app_lat, &zero, sizeof(zero), vals,
+				 sizeof(*vals) * (size_t)ncpu, 0)) {
+		int e = -errno;
+
+		free(vals);
+		return e;
+	}
+	for (c = 0; c < ncpu; c++) {
+		for (k = 0; k < DIRAHEAD_APP_LAT_SLOTS; k++)
+			out->slot[k] += vals[c].slot[k];
+		out->sum_ns += vals[c].sum_ns;
+	}
+	for (k = 0; k < DIRAHEAD_APP_LAT_SLOTS; k++)
+		out->count += out->slot[k];
+	free(vals);
+	return 0;
+}
+
+int detector_stat_timing(struct detector *d, bool on)
+{
+	struct bpf_link **link = &d->skel->links.dirahead_sys_enter;
+
+	if (on == (*link != NULL))
+		return 0;
+	if (!on) {
+		bpf_link__destroy(*link);
+		*link = NULL;
+		/* A start time left over from a call whose exit did not take it (a failed stat, one
+		 * not matched) must not time a stat made while detached: a new epoch makes it stale. */
+		d->cfg.timing_epoch++;
+		return write_config(d);
+	}
+	*link = bpf_program__attach(d->skel->progs.dirahead_sys_enter);
+	return *link ? 0 : -errno;
+}
+
+bool detector_stat_timing_on(const struct detector *d)
+{
+	return d->skel->links.dirahead_sys_enter != NULL;
+}
+
 int detector_prog_stats(struct detector *d, struct detector_prog_stat *out, int max)
 {
 	struct bpf_program *prog;
@@ -276,6 +346,9 @@ int detector_prog_stats(struct detector *d, struct detector_prog_stat *out, int 
 			memset(&info, 0, sizeof(info));
 			memset(&out[n], 0, sizeof(out[n]));
 			out[n].name = bpf_program__name(prog);
+			/* the skeleton attached them all; only sys_enter comes and goes */
+			out[n].attached = prog != d->skel->progs.dirahead_sys_enter ||
+					  detector_stat_timing_on(d);
 			if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
 				out[n].id = info.id;
 				out[n].run_cnt = info.run_cnt;

@@ -20,9 +20,17 @@ struct detector_counters {
 	uint64_t v[DIRAHEAD_CNT_MAX]; /* indexed by enum dirahead_counter, summed over CPUs */
 };
 
+/* The application's stat latency histogram (see struct dirahead_app_lat), summed over CPUs. */
+struct detector_app_lat {
+	uint64_t slot[DIRAHEAD_APP_LAT_SLOTS]; /* slot k: more than 2^(k-1), at most 2^k ns */
+	uint64_t count;                        /* sum of the slots */
+	uint64_t sum_ns;
+};
+
 struct detector_prog_stat {
 	const char *name;     /* BPF program name (valid until detector_close) */
 	uint32_t id;          /* kernel program id, as bpftool prog show lists it */
+	bool attached;        /* false: loaded, not attached (see detector_stat_timing()) */
 	uint64_t run_cnt;     /* 0 unless kernel.bpf_stats_enabled=1 */
 	uint64_t run_time_ns;
 };
@@ -54,6 +62,16 @@ int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, ui
 int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
 			 uint64_t ino);
 int detector_counters(struct detector *d, struct detector_counters *out);
+/* Reads the application's stat latency histogram; 0 or -errno. */
+int detector_app_lat(struct detector *d, struct detector_app_lat *out);
+/*
+ * Attach (on) or detach the sys_enter program that times stats for that histogram.  Attached, it
+ * runs on every syscall of every process (about 20 ns each here, even though it returns at once
+ * for all but stats), so a user may keep it attached only while scans happen.  detector_open()
+ * attaches it.  0 or -errno.
+ */
+int detector_stat_timing(struct detector *d, bool on);
+bool detector_stat_timing_on(const struct detector *d);
 /*
  * Fills up to max entries; returns the number of programs.  Run times are counted only while
  * kernel.bpf_stats_enabled=1 or while some process holds a BPF_ENABLE_STATS fd (see below).

@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"Detects directory scans with BPF and prefetches the entries' attributes ahead of them.\n"
 		"\n"
 		"  -c, --config FILE       configuration file (default " DA_CONFIG_PATH ")\n"
-		"      --check-config      validate the configuration file and exit (0 valid, 1 not)\n"
+		"      --check-config [FILE]\n"
+		"                          validate the configuration file and exit (0 valid, 1 not)\n"
 		"  -n, --dry-run           detect and log scans, never prefetch\n"
 		"  -s, --socket PATH       control socket (default " DA_SOCKET_PATH ")\n"
 		"  -v, --verbose           log at debug level (and libbpf's messages)\n"
@@ -81,6 +82,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 		struct dirahead_bpf_config bc;
 		bpf_config(&nc, &bc);
 		detector_configure(d->det, &bc);
+		if (!nc.enabled)
+			detector_stat_timing(d->det, false); /* the programs return at once now */
 		scan_mgr_reconfigure(d->mgr, &nc);
 		log_set_level(nc.log_level);
 		da_config_free(&d->cfg);
@@ -111,9 +114,57 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(d->loop, 0);
 }
 
+/*
+ * The application stat latency histogram needs the detector's sys_enter program, which once
+ * attached costs every syscall on the machine (about 20 ns here): it is attached at a scan and
+ * detached when no scan has come for this long and none is running, or when disabled.
+ */
+#define STAT_TIMING_IDLE_USEC (60ull * 1000000ull)
+
+static void count_scan(const struct scan_info *i, void *ctx)
+{
+	(void)i;
+	++*(unsigned *)ctx;
+}
+
+static int on_timing_idle(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	unsigned n = 0;
+	scan_mgr_foreach(d->mgr, count_scan, &n);
+	if (n && d->cfg.enabled) {
+		sd_event_source_set_time(s, usec + STAT_TIMING_IDLE_USEC);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+		return 0;
+	}
+	detector_stat_timing(d->det, false);
+	log_debug("stat latency timing detached: no scans");
+	return 0;
+}
+
+static void stat_timing_scan(struct daemon *d)
+{
+	uint64_t now;
+	if (!d->timing_src || !d->cfg.enabled) /* a SCAN queued before a reload that disabled */
+		return;
+	if (!detector_stat_timing_on(d->det)) {
+		int r = detector_stat_timing(d->det, true);
+		if (r < 0) {
+			log_warn("cannot attach the stat timing program: %s", strerror(-r));
+			return;
+		}
+		log_debug("stat latency timing attached");
+	}
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	sd_event_source_set_time(d->timing_src, now + STAT_TIMING_IDLE_USEC);
+	sd_event_source_set_enabled(d->timing_src, SD_EVENT_ONESHOT);
+}
+
 static int on_detector_event(const struct dirahead_event *ev, void *ctx)
 {
 	struct daemon *d = ctx;
+	if (ev->type == DIRAHEAD_EV_SCAN)
+		stat_timing_scan(d);
 	return d->mgr ? scan_mgr_on_event(ev, d->mgr) : 0;
 }
 
@@ -171,7 +222,8 @@ int main(int argc, char **argv)
 		if (check && optind + 1 == argc) {
 			d.config_path = argv[optind];
 		} else {
-			fprintf(stderr, "diraheadd: unexpected argument '%s'\n", argv[optind]);
+			/* name the first argument that is too many: with --check-config, the second */
+			fprintf(stderr, "diraheadd: unexpected argument '%s'\n", argv[optind + check]);
 			usage(stderr);
 			return 2;
 		}
@@ -234,6 +286,14 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
+	/* Until the first scan, stats are not timed (see STAT_TIMING_IDLE_USEC). */
+	detector_stat_timing(d.det, false);
+	if ((r = sd_event_add_time(d.loop, &d.timing_src, CLOCK_MONOTONIC, UINT64_MAX, 1000000,
+				   on_timing_idle, &d)) < 0) {
+		log_err("event loop: %s", strerror(-r));
+		goto out;
+	}
+	sd_event_source_set_enabled(d.timing_src, SD_EVENT_OFF);
 	d.ctl = control_new(&d, err, sizeof(err));
 	if (!d.ctl) {
 		log_err("%s", err);
@@ -260,6 +320,7 @@ out:
 	httpd_stop();
 	control_free(d.ctl);
 	scan_mgr_free(d.mgr);
+	sd_event_source_disable_unref(d.timing_src);
 	detector_close(d.det);
 	sd_event_unref(d.loop);
 	da_config_free(&d.cfg);

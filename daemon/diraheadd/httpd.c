@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "config.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
@@ -85,57 +86,16 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* "127.0.0.1:9567", "[::1]:9567", ":9567" (loopback is the default for a bare port). */
-static int parse_addr(const char *a, struct sockaddr_storage *ss, char *err, size_t errlen)
-{
-	char host[128];
-	const char *colon;
-	memset(ss, 0, sizeof(*ss));
-	if (a[0] == '[') {
-		const char *end = strchr(a, ']');
-		if (!end || end[1] != ':' || (size_t)(end - a - 1) >= sizeof(host))
-			goto bad;
-		memcpy(host, a + 1, (size_t)(end - a - 1));
-		host[end - a - 1] = '\0';
-		colon = end + 1;
-	} else {
-		colon = strrchr(a, ':');
-		if (!colon || (size_t)(colon - a) >= sizeof(host))
-			goto bad;
-		memcpy(host, a, (size_t)(colon - a));
-		host[colon - a] = '\0';
-		if (!host[0])
-			strcpy(host, "127.0.0.1");
-	}
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end || port <= 0 || port > 65535)
-		goto bad;
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)port);
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-	} else {
-		goto bad;
-	}
-	return 0;
-bad:
-	snprintf(err, errlen, "'%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9567 or [::1]:9567)", a);
-	return -1;
-}
-
 int httpd_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	const char *a = d->cfg.metrics_address;
 	if (!a || !a[0])
 		return 0;
-	if (parse_addr(a, &ss, err, errlen) < 0)
+	if (da_parse_address(a, &ss) < 0) {
+		snprintf(err, errlen, "'%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9567 or [::1]:9567)", a);
 		return -1;
+	}
 	unsigned flags = MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
 	mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d,
 			       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "detector.h"
 #include "dirahead.h"
 #include "fsmagic.h"
@@ -53,6 +54,14 @@ struct scan_mgr {
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
 	unsigned nscans;
 };
+
+/* A request outstanding this long is taken for stuck on a hung filesystem and stops counting
+ * against depth_total.  The engine's default (1 s) let two scans stuck on one hung filesystem
+ * hold the whole depth for that long: a scan on a healthy filesystem then got nothing, and its
+ * application did ~30% of its own lookups (tests/integration/daemon-isolation.sh).  A stat
+ * takes milliseconds even over a network; stuck requests still count against their own
+ * directory's depth_per_scan, so a hung filesystem gets no more than that. */
+#define SCAN_STALL_MS 250
 
 struct open_job {
 	int pipe_fd;
@@ -116,6 +125,21 @@ static bool allowed(const struct da_strlist *inc, const struct da_strlist *exc, 
 	if (match(exc, s))
 		return false;
 	return inc->n == 0 || match(inc, s);
+}
+
+/* The [filter] cgroup lists, checked against the process's cgroup v2 path now.  A cgroup that
+ * cannot be read (the process is gone) admits nothing a cgroup filter would have to judge. */
+static bool cgroup_allowed(const struct scan_mgr *m, uint32_t pid)
+{
+	char cg[4096];
+	if (!m->cfg.cgroup_include.n && !m->cfg.cgroup_exclude.n)
+		return true;
+	int r = cgroup_of(pid, cg, sizeof(cg));
+	if (r < 0) {
+		log_debug("pid %u: cannot read its cgroup: %s", pid, strerror(-r));
+		return false;
+	}
+	return allowed(&m->cfg.cgroup_include, &m->cfg.cgroup_exclude, cg, cgroup_match);
 }
 
 static void update_timer(struct scan_mgr *m)
@@ -242,6 +266,8 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (fsmagic_is_pseudo(ev->magic))
 		return skip(m, ev, DA_SKIP_PSEUDO_FS);
 	if (!allowed(&m->cfg.comm_include, &m->cfg.comm_exclude, comm, list_match))
+		return skip(m, ev, DA_SKIP_FILTERED);
+	if (!cgroup_allowed(m, ev->tgid))
 		return skip(m, ev, DA_SKIP_FILTERED);
 	const char *fsname = fsmagic_name(ev->magic);
 	if (!allowed(&m->cfg.fs_include, &m->cfg.fs_exclude, fsname ? fsname : "unknown", list_match))
@@ -537,7 +563,7 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	struct dirahead_engine_opts eo = {
 		.size = sizeof(eo), .backend = cfg->engine, .depth = cfg->depth_total,
 		.dir_depth = cfg->depth_per_scan, .on_complete = on_complete,
-		.on_dir_done = on_dir_done, .data = m,
+		.on_dir_done = on_dir_done, .data = m, .stall_ms = SCAN_STALL_MS,
 	};
 	m->engine = dirahead_engine_new(&eo);
 	if (!m->engine) {

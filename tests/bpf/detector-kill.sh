@@ -9,7 +9,9 @@ need_cmd bpftool
 
 trace_start
 ids=$(sed -n 's/^attached progs=//p' "$TRACE_OUT" | tr ',' ' ')
-assert_eq "$(wc -w <<<"$ids")" 3 "programs reported by the harness"
+# sys_enter, sys_exit, sched_process_exit, sched_process_exec
+NPROGS=4
+assert_eq "$(wc -w <<<"$ids")" $NPROGS "programs reported by the harness"
 
 # links_of IDS...: how many BPF links hold one of these programs
 links_of() {
@@ -27,8 +29,8 @@ loaded() {
 
 # shellcheck disable=SC2086
 {
-	assert_eq "$(loaded $ids)" 3 "programs loaded while the harness runs"
-	assert_eq "$(links_of $ids)" 3 "links attached while the harness runs"
+	assert_eq "$(loaded $ids)" $NPROGS "programs loaded while the harness runs"
+	assert_eq "$(links_of $ids)" $NPROGS "links attached while the harness runs"
 	kill -KILL "$TRACE_PID"
 	wait "$TRACE_PID" 2>/dev/null || true
 	gone() { [ "$(loaded $ids)" = 0 ] && [ "$(links_of $ids)" = 0 ]; }

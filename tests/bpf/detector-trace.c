@@ -8,6 +8,10 @@
  *   SCAN|PROGRESS|END tgid= tid= comm= dev=MAJ:MIN ino= fd= ref= end= listed= stats= done=
  *       size= magic= scan= name= [verify=...] path=...     (path last: it may hold spaces)
  *   COUNTERS listings= scans= stats_matched= events= events_lost=
+ *   APPLAT count= sum_ns= slots=K:N,...          stat latency histogram: N stats took at most
+ *                                                2^K ns (more than 2^(K-1)); empty slots left out
+ *   timing off|on count=                         after SIGUSR1 (detach the stat timing program) or
+ *                                                SIGUSR2 (attach it): the histogram's count then
  *   PROG name= id= run_cnt= run_time_ns= avg_ns=
  */
 #include <dirent.h>
@@ -26,7 +30,7 @@
 
 #include "detector.h"
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, timing_req;	/* timing_req: 0, or SIGUSR1 / SIGUSR2 */
 static struct detector *det;
 static bool verify;
 static long step_on_scan = -1;
@@ -34,8 +38,21 @@ static bool forget_on_scan;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	if (sig == SIGUSR1 || sig == SIGUSR2)
+		timing_req = sig;
+	else
+		stop = 1;
+}
+
+static void set_timing(bool on)
+{
+	struct detector_app_lat lat = { 0 };
+	int rc = detector_stat_timing(det, on);
+
+	if (rc < 0)
+		fprintf(stderr, "detector-trace: stat timing %s: %s\n", on ? "on" : "off", strerror(-rc));
+	detector_app_lat(det, &lat);
+	printf("timing %s count=%llu\n", on ? "on" : "off", (unsigned long long)lat.count);
 }
 
 static const char *type_name(uint32_t t)
@@ -174,7 +191,8 @@ static void usage(const char *argv0)
 		"usage: %s [-v] [-k CONFIRM] [-s STEP] [-m MIN_DIR_SIZE] [-t SECONDS] [--verify]\n"
 		"       [--step-on-scan N] [--forget-on-scan] [--self-scan DIR] [--no-ignore-self]\n"
 		"       [--stats]   (count run time per program while running)\n"
-		"       [--lazy]    (PROGRESS/END without wakeup; this loop polls every 20 ms)\n",
+		"       [--lazy]    (PROGRESS/END without wakeup; this loop polls every 20 ms)\n"
+		"SIGUSR1 / SIGUSR2 detach / attach the stat timing program.\n",
 		argv0);
 }
 
@@ -192,6 +210,7 @@ int main(int argc, char **argv)
 	};
 	struct dirahead_bpf_config cfg;
 	struct detector_counters cnt;
+	struct detector_app_lat lat;
 	struct detector_prog_stat ps[16];
 	const char *self_dir = NULL;
 	char err[256] = "";
@@ -224,6 +243,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 
 	det = detector_open(&cfg, on_event, NULL, verbose, err, sizeof(err));
 	if (!det) {
@@ -250,6 +271,10 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
+		if (timing_req) {
+			set_timing(timing_req == SIGUSR2);
+			timing_req = 0;
+		}
 		if (detector_consume(det) < 0) {
 			fprintf(stderr, "detector-trace: consume failed\n");
 			rc = 1;
@@ -269,6 +294,19 @@ int main(int argc, char **argv)
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_STATS_MATCHED],
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_EVENTS],
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_EVENTS_LOST]);
+	if (detector_app_lat(det, &lat) == 0) {
+		const char *sep = "";
+
+		printf("APPLAT count=%llu sum_ns=%llu slots=", (unsigned long long)lat.count,
+		       (unsigned long long)lat.sum_ns);
+		for (i = 0; i < DIRAHEAD_APP_LAT_SLOTS; i++) {
+			if (!lat.slot[i])
+				continue;
+			printf("%s%d:%llu", sep, i, (unsigned long long)lat.slot[i]);
+			sep = ",";
+		}
+		printf("\n");
+	}
 	n = detector_prog_stats(det, ps, 16);
 	for (i = 0; i < n && i < 16; i++)
 		printf("PROG name=%s id=%u run_cnt=%llu run_time_ns=%llu avg_ns=%.1f\n", ps[i].name,

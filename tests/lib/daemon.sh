@@ -2,7 +2,8 @@
 #
 # Helpers for tests that run diraheadd; source after lib.sh.
 #   daemon_start [diraheadd options...]   start it on a private socket, wait until attached
-#   daemon_stop                           SIGTERM, wait (fails the test if it takes > 2 s)
+#   daemon_stop                           SIGTERM, wait (fails the test if it takes > 2 s, exits
+#                                         non-zero or reports a sanitizer error)
 #   ctl CMD [args...]                     diraheadctl against that daemon
 #   daemon_stat KEY                       one value from `diraheadctl stats` (e.g. hits,
 #                                         scans_ended.completed, skips.busy)
@@ -29,6 +30,7 @@ daemon_start() {
 }
 
 daemon_kill() {
+	local i	# not the caller's: _run_cleanups counts with its own i
 	[ -n "$DAEMON_PID" ] || return 0
 	kill -TERM "$DAEMON_PID" 2>/dev/null
 	for ((i = 0; i < 100; i++)); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.05; done
@@ -46,6 +48,11 @@ daemon_stop() {
 	DAEMON_PID=
 	assert_eq "$rc" 0 "diraheadd exit status after SIGTERM"
 	assert_le $(($(now_ms) - t0)) 2000 "diraheadd stop time (ms)"
+	# SANITIZE=1 builds report leaks and errors at exit, into the log
+	if grep -qE 'Sanitizer|runtime error' "$DAEMON_LOG"; then
+		grep -A20 -E 'Sanitizer|runtime error' "$DAEMON_LOG" | head -60 >&2
+		fail "diraheadd reported a sanitizer error"
+	fi
 }
 
 daemon_stat() {

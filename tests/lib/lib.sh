@@ -16,10 +16,11 @@ _cleanups=()
 # on_exit CMD...: run CMD (a string, eval'd) when the test ends, last registered first.
 on_exit() { _cleanups+=("$*"); }
 _run_cleanups() {
-	local rc=$? i
+	# a name no cleanup function uses: bash variables are dynamically scoped
+	local rc=$? _cleanup_i
 	set +e
-	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do
-		eval "${_cleanups[$i]}" >/dev/null 2>&1
+	for ((_cleanup_i = ${#_cleanups[@]} - 1; _cleanup_i >= 0; _cleanup_i--)); do
+		eval "${_cleanups[$_cleanup_i]}" >/dev/null 2>&1
 	done
 	_cleanups=()
 	return $rc

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# Who may use the control socket, and diraheadctl's exit codes (diraheadctl(8)):
+# - no daemon (no socket, or a stale socket nobody listens on): every command exits 3 saying
+#   diraheadd is not running;
+# - root-only daemon: the socket is 0600; `nobody` is refused with exit 4 and a clear message,
+#   also when the socket's mode is opened up (the daemon checks the peer's credentials itself);
+# - with [control] group = nogroup: the socket is 0660 root:nogroup; a user whose primary group is
+#   nogroup is answered, one who has it only as a supplementary group is refused (exit 4);
+# - status/stats/scans --json print valid JSON; bad usage exits 2.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/daemon.sh"
+need_root
+need_cmd setpriv python3
+getent group nogroup >/dev/null || skip "needs the group nogroup"
+
+# A copy the unprivileged users can run wherever the tree is (a checkout under /root is not).
+chmod 0755 "$T"
+CTL=$T/diraheadctl
+cp "$BUILD/diraheadctl" "$CTL"
+chmod 0755 "$CTL"
+NOBODY=$(id -u nobody) NOGROUP=$(getent group nogroup | cut -d: -f3)
+# as UID GID [SUPPLEMENTARY] CMD...: run CMD with exactly these credentials
+as() {
+	local uid=$1 gid=$2 groups=$3; shift 3
+	if [ -n "$groups" ]; then
+		setpriv --reuid="$uid" --regid="$gid" --groups="$groups" "$@"
+	else
+		setpriv --reuid="$uid" --regid="$gid" --clear-groups "$@"
+	fi
+}
+json_ok() { python3 -m json.tool <<<"$1" >/dev/null || fail "$2 is not valid JSON: $1"; }
+
+# --- no daemon: exit 3 for every command, the message says so and names the socket
+for cmd in status stats scans metrics reload; do
+	expect_exit 3 "$CTL" $cmd --socket "$T/none.sock"
+	assert_eq "$OUT" "diraheadctl: diraheadd is not running (no daemon at $T/none.sock)" "$cmd, no socket"
+done
+expect_exit 3 "$CTL" status --json --socket "$T/none.sock"
+# a socket file left by a killed daemon
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/stale.sock"
+[ -S "$T/stale.sock" ] || fail "could not make a stale socket"
+expect_exit 3 "$CTL" status --socket "$T/stale.sock"
+assert_contains "$OUT" "diraheadd is not running" "status, stale socket"
+# the socket from DIRAHEAD_SOCKET when --socket is not given
+OUT=$(DIRAHEAD_SOCKET=$T/env.sock "$CTL" status 2>&1) && fail "status without a daemon exited 0"
+assert_contains "$OUT" "no daemon at $T/env.sock" "DIRAHEAD_SOCKET"
+
+# --- bad usage: exit 2
+expect_exit 2 "$CTL"
+assert_contains "$OUT" "Usage: diraheadctl" "no command"
+expect_exit 2 "$CTL" frobnicate
+assert_contains "$OUT" "unknown command 'frobnicate'" "unknown command"
+expect_exit 2 "$CTL" status --bogus
+assert_contains "$OUT" "unrecognized option '--bogus'" "unknown option"
+expect_exit 2 "$CTL" status --socket
+assert_contains "$OUT" "requires an argument" "missing argument"
+expect_exit 2 "$CTL" status extra
+assert_contains "$OUT" "unexpected argument 'extra'" "extra argument"
+expect_exit 2 "$CTL" metrics --json
+expect_exit 2 "$CTL" reload --json
+expect_exit 0 "$CTL" --help
+expect_exit 0 "$CTL" status --help
+assert_contains "$OUT" "Usage: diraheadctl status" "status --help"
+
+# --- a root-only daemon
+daemon_start
+S=$DAEMON_SOCK
+assert_eq "$(stat -c '%a %U %G' "$S")" "600 root root" "socket mode, root only"
+expect_exit 0 "$CTL" status --socket "$S"
+assert_contains "$OUT" "diraheadd is running (pid $DAEMON_PID), attached, enabled" "status as root"
+expect_exit 0 "$CTL" status --json --socket "$S"
+json_ok "$OUT" "status --json"
+python3 -c 'import json, sys; s = json.loads(sys.argv[1])
+assert s["running"] is True and s["attached"] is True and s["pid"] == int(sys.argv[2]), s' \
+	"$OUT" "$DAEMON_PID" || fail "status --json content: $OUT"
+expect_exit 0 "$CTL" stats --json --socket "$S"
+json_ok "$OUT" "stats --json"
+python3 -c 'import json, sys; s = json.loads(sys.argv[1])
+for k in ("listings", "scans_confirmed", "entries_prefetched", "hits", "misses", "scans_ended",
+          "skips", "errors", "reloads_ok", "reloads_failed", "active_scans"):
+    assert k in s, k' "$OUT" || fail "stats --json lacks a key: $OUT"
+expect_exit 0 "$CTL" scans --json --socket "$S"
+json_ok "$OUT" "scans --json"
+expect_exit 0 "$CTL" stats --socket "$S"
+assert_contains "$OUT" "scans_ended.completed" "stats, flattened"
+
+# nobody: refused by the socket's mode ...
+for cmd in status stats scans metrics reload; do
+	expect_exit 4 as "$NOBODY" "$NOGROUP" "" "$CTL" $cmd --socket "$S"
+	assert_eq "$OUT" "diraheadctl: permission denied on $S (root or the [control] group only)" \
+		"$cmd as nobody"
+done
+# ... and by the daemon itself when the mode would let it in.
+chmod 0666 "$S"
+expect_exit 4 as "$NOBODY" "$NOGROUP" "" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "status as nobody, socket mode 0666"
+expect_exit 4 as "$NOBODY" "$NOGROUP" "" "$CTL" reload --socket "$S"
+assert_eq "$(daemon_stat reloads_ok)" 0 "reloads done for a refused client"
+# root with a non-root group is still root
+expect_exit 0 as 0 "$NOGROUP" "" "$CTL" status --socket "$S"
+daemon_stop
+
+# --- [control] group = nogroup
+printf '[metrics]\naddress =\n[control]\ngroup = nogroup\n' >"$DAEMON_CONF"
+daemon_start
+assert_eq "$(stat -c '%a %U %G' "$S")" "660 root nogroup" "socket mode with a control group"
+expect_exit 0 as "$NOBODY" "$NOGROUP" "" "$CTL" status --socket "$S"
+assert_contains "$OUT" "diraheadd is running" "status as a member (primary group)"
+expect_exit 0 as "$NOBODY" "$NOGROUP" "" "$CTL" stats --json --socket "$S"
+json_ok "$OUT" "stats --json as a group member"
+expect_exit 0 as "$NOBODY" "$NOGROUP" "" "$CTL" status --json --socket "$S"
+json_ok "$OUT" "status --json as a group member"
+expect_exit 0 as "$NOBODY" "$NOGROUP" "" "$CTL" metrics --socket "$S"
+assert_contains "$OUT" "dirahead_build_info" "metrics as a group member"
+# nogroup only as a supplementary group: the file mode admits it, the daemon does not.
+daemon_gid=$(getent group daemon | cut -d: -f3)
+expect_exit 4 as "$NOBODY" "${daemon_gid:-1}" "$NOGROUP" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "status with nogroup as a supplementary group"
+# Neither: refused by the mode.
+expect_exit 4 as "$NOBODY" "${daemon_gid:-1}" "" "$CTL" status --socket "$S"
+daemon_stop
+[ ! -e "$S" ] || fail "the control socket is left behind after the daemon stopped"
+expect_exit 3 "$CTL" status --socket "$S"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# A hung filesystem ties up only its own scans.  Two slowfs mounts: on the first, two `ls -l`
+# are being prefetched (the daemon has requests in flight there) when it stalls (slowfs_ctl
+# stall: every reply is held), and a third `ls -l` starts on it afterwards and hangs.  A scan on
+# the second mount must still be prefetched normally: its app sends at most 20% of the lookups.
+# Then the stall is released, the apps finish, and the daemon still stops cleanly (exit 0).
+# With the io_uring engine and with the thread engine.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/daemon.sh"
+need_root
+
+N=2000
+ENGINES=(io_uring threads)
+for e in "${ENGINES[@]}"; do
+	for d in h1 h2 h3; do make_files "$T/back1/$e-$d" $N; done
+	make_files "$T/back2/$e-ok" $N
+done
+# 20 ms per lookup: the daemon keeps a full window of requests in flight there.
+slowfs_mount "$T/back1" "$T/mnt1" --latency-us 20000
+CTL1=$SLOWFS_CTL
+slowfs_mount "$T/back2" "$T/mnt2" --latency-us 1000
+CTL2=$SLOWFS_CTL
+HUNG=()
+kill_hung() { local p; for p in "${HUNG[@]}"; do kill -KILL "$p" 2>/dev/null; done; HUNG=(); }
+on_exit kill_hung
+
+# Both engines: io_uring's workers and the thread pool are stuck differently.
+for engine in "${ENGINES[@]}"; do
+	printf '[metrics]\naddress =\n[prefetch]\nengine = %s\n' "$engine" >"$DAEMON_CONF"
+	daemon_start
+	# A stalled slowfs keeps the daemon from exiting (its requests cannot be interrupted):
+	# release it before the daemon is stopped, also when the test fails.
+	on_exit "timeout 2 '$BUILD/slowfsctl' '$CTL1' release"
+
+	for d in h1 h2; do
+		ls -l "$T/mnt1/$engine-$d" >/dev/null &
+		HUNG+=($!)
+	done
+	# Both scans well under way (the directory read, entries fetched), then the stall: the
+	# requests in flight stay unanswered.
+	under_way() {
+		ctl scans | awk -v p="$1" '$1 == p && $3 == "prefetching" && $4 >= 100 { f = 1 } END { exit !f }'
+	}
+	for p in "${HUNG[@]}"; do wait_for 10 under_way "$p"; done
+	SLOWFS_CTL=$CTL1 slowfs_ctl stall >/dev/null
+	ls -l "$T/mnt1/$engine-h3" >/dev/null &
+	HUNG+=($!)
+	sleep 0.3
+	held=$(SLOWFS_CTL=$CTL1 slowfs_stat pending_replies)
+	info "$engine: stalled filesystem holds $held replies"
+	assert_ge "$held" 64 "$engine: replies held by the stalled filesystem (the daemon's requests stuck)"
+
+	# The other filesystem.
+	SLOWFS_CTL=$CTL2 slowfs_ctl reset >/dev/null
+	t0=$(now_ms)
+	ls -l "$T/mnt2/$engine-ok" >/dev/null &
+	app=$!
+	wait $app
+	ms=$(($(now_ms) - t0))
+	own=$(SLOWFS_CTL=$CTL2 slowfs_stat "pid.$app.lookup")
+	info "$engine: ls -l on the other filesystem during the stall: $own of $N lookups itself, $ms ms"
+	assert_le "$own" $((N / 5)) "$engine: lookups ls -l on the healthy filesystem sent itself"
+	for p in "${HUNG[@]}"; do
+		kill -0 "$p" 2>/dev/null || fail "$engine: an app on the stalled filesystem finished"
+	done
+
+	# Release: the hung apps finish, the daemon stops cleanly.
+	SLOWFS_CTL=$CTL1 slowfs_ctl release >/dev/null
+	for p in "${HUNG[@]}"; do
+		wait_for 30 eval "! kill -0 $p 2>/dev/null"
+		wait "$p" 2>/dev/null || true
+	done
+	HUNG=()
+	expect_exit 0 ctl status
+	daemon_stop
+done
+echo PASS

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# diraheadd under a real systemd.  Boots systemd in a container (systemd-nspawn --boot) on a
+# minimal Debian root made by debootstrap, with `make install` staged into it, and from inside
+# (tests/nspawn/inside.sh, the container's only goal) drives dirahead.service: start -> active
+# with a status line -> reload (a good file; a bad one is refused) -> a scan seen through BPF ->
+# stop.  The host asserts on what it recorded.  Neither systemd as the host's PID 1 nor machined
+# is needed.
+# The root is cached in $BUILD/nspawn-root (made once: 30-50 s from deb.debian.org, 160 MB; made
+# again when the daemon's runtime packages change); the container boots it under a tmpfs overlay
+# (--volatile=overlay), so every run starts from the same clean root.  A run takes 2-10 s then.
+. "$(dirname "$0")/../lib/lib.sh"
+need_root
+need_cmd debootstrap systemd-nspawn make readelf dpkg-query flock
+[ -r /sys/kernel/btf/vmlinux ] || skip "no /sys/kernel/btf/vmlinux (the unit's condition)"
+
+MIRROR=${DIRAHEAD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+ROOT=$BUILD/nspawn-root
+ROOT_RECIPE=1             # bump when the way the root is made changes
+RUN_TIMEOUT=150           # seconds for boot, checks and exit of the container
+
+mkdir -p "$BUILD"
+# One run per build directory at a time: they share the cached root.
+exec {lock_fd}>"$BUILD/nspawn-root.lock"
+flock -w 900 "$lock_fd" || fail "$BUILD/nspawn-root.lock still held after 15 min"
+
+# ---- the daemon, staged as `make install DESTDIR=` --------------------------------------------
+make -s -C "$TOP" BUILD="$BUILD" install-bins >"$T/build.log" 2>&1 ||
+	fail "build failed: $(tail -n 20 "$T/build.log")"
+STAGE=$T/in/stage
+mkdir -p "$STAGE" "$T/out"
+chmod 0755 "$T/in" "$STAGE"
+make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$STAGE" PREFIX=/usr >"$T/install.log" 2>&1 ||
+	fail "make install: $(tail -n 20 "$T/install.log")"
+cp "$TOP/tests/nspawn/inside.sh" "$T/in/"
+readelf -d "$BUILD/diraheadd" | grep -q 'NEEDED.*libasan' && touch "$T/in/sanitized"
+
+# ---- the root -----------------------------------------------------------------------------------
+# The Debian packages of the libraries the binaries link (so a new dependency is picked up without
+# editing this list), systemd, and procps for the /bin/kill of ExecReload=.
+runtime_pkgs() {
+	local lib pkg
+	for lib in $(readelf -d "$BUILD/diraheadd" "$BUILD/diraheadctl" |
+		     sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u); do
+		pkg=$(dpkg-query -S "*/$lib" 2>/dev/null | grep -v '^diversion' | sed -n '1s/[:,].*//p')
+		[ -n "$pkg" ] || fail "no Debian package ships $lib, which the daemon links"
+		echo "$pkg"
+	done
+	printf "%s\n" systemd procps
+}
+
+# drop_tree DIR: remove a root, unmounting first whatever an interrupted debootstrap left mounted
+# in it (its /proc, /sys), so that rm cannot reach into the host's.
+drop_tree() {
+	[ -e "$1" ] || return 0
+	unmount_under "$1"
+	rm -rf --one-file-system "$1"
+}
+# unmount_under DIR: lazily unmount DIR and everything mounted below it, deepest first.
+unmount_under() {
+	local d m
+	d=$(realpath -m "$1")
+	awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo |
+		sort -r | while read -r m; do umount -l "$m"; done
+}
+
+# stop_group PID: end the process group PID leads (SIGTERM, then SIGKILL after 10 s).
+stop_group() {
+	local i
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 0
+	kill -TERM -- "-$1"
+	for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL -- "-$1" 2>/dev/null
+	wait "$1" 2>/dev/null || true
+}
+
+PKGS=$(runtime_pkgs | sort -u | paste -sd, -)
+KEY="recipe=$ROOT_RECIPE suite=$SUITE variant=minbase include=$PKGS"
+if [ "$(cat "$ROOT/.dirahead-root" 2>/dev/null)" != "$KEY" ]; then
+	# Made beside the cache and renamed into place only when complete: an interrupted run leaves
+	# no root that a later one would take for finished.
+	NEW=$ROOT.new
+	drop_tree "$NEW"
+	on_exit "drop_tree '$NEW'"
+	info "debootstrap $SUITE (minbase + $PKGS) from $MIRROR"
+	t0=$(date +%s)
+	# In the background, in its own process group, and waited for: bash runs the traps of a
+	# signal (a test timeout) only after a foreground command ends, and debootstrap's children
+	# (dpkg in a chroot) must be stopped before its tree is removed.
+	setsid debootstrap --variant=minbase --include="$PKGS" "$SUITE" "$NEW" "$MIRROR" \
+		>"$BUILD/nspawn-root.log" 2>&1 </dev/null &
+	DEBOOTSTRAP_PID=$!
+	on_exit 'stop_group $DEBOOTSTRAP_PID'
+	wait "$DEBOOTSTRAP_PID" ||
+		fail "debootstrap failed (log: $BUILD/nspawn-root.log): $(tail -n 20 "$BUILD/nspawn-root.log")"
+	DEBOOTSTRAP_PID=
+	rm -rf "$NEW"/var/cache/apt/archives/*.deb "$NEW"/var/lib/apt/lists/*_Packages
+	printf '%s\n' "$KEY" >"$NEW/.dirahead-root"
+	drop_tree "$ROOT"
+	mv "$NEW" "$ROOT"
+	info "root made in $(($(date +%s) - t0)) s: $(du -sh "$ROOT" | cut -f1)"
+else
+	info "reusing $ROOT"
+fi
+
+# ---- boot it ------------------------------------------------------------------------------------
+MACHINE=dirahead-test-$$
+NSPAWN_PID=
+# nspawn runs in a process group of its own (setsid): killed while it sets up, its helper
+# process SIGKILLs its whole process group, which must not be this script's.
+# The container's init is nspawn's child in another PID namespace; SIGKILL to it ends everything
+# in that namespace.  nspawn's mounts live in its own mount namespace, so they end with it; it
+# leaves only a propagation directory behind on a host whose /run is not a tmpfs.
+# The kernel makes the dying init wait until the rest of its namespace is gone, so once it is a
+# zombie nothing writes into the bind-mounted directories any more (and $T can be removed).
+nspawn_kill() {
+	local c i inits=()
+	if [ -n "$NSPAWN_PID" ] && kill -0 "$NSPAWN_PID" 2>/dev/null; then
+		for c in $(pgrep -P "$NSPAWN_PID"); do
+			[ "$(readlink "/proc/$c/ns/pid")" = "$(readlink /proc/self/ns/pid)" ] ||
+				{ kill -KILL "$c"; inits+=("$c"); }
+		done
+		kill -KILL -- "-$NSPAWN_PID"
+	fi
+	for c in "${inits[@]}"; do
+		for ((i = 0; i < 100; i++)); do
+			[ -e "/proc/$c" ] && [ "$(awk '$1 == "State:" { print $2 }' "/proc/$c/status" 2>/dev/null)" != Z ] ||
+				break
+			sleep 0.05
+		done
+	done
+	[ -z "$NSPAWN_PID" ] || wait "$NSPAWN_PID" 2>/dev/null || true
+	rm -rf "/run/systemd/nspawn/propagate/$MACHINE"
+	unmount_under "$ROOT"
+}
+on_exit nspawn_kill
+
+# Everything the container wrote is kept for a look afterwards (and as a CI artifact).
+OUT_KEPT=$BUILD/test-logs/systemd-nspawn.out
+keep_out() {
+	rm -rf "$OUT_KEPT" && mkdir -p "$OUT_KEPT" && cp -r "$T/out/." "$T/console.log" "$OUT_KEPT/"
+}
+show_logs() {
+	echo "--- console"; tail -n 60 "$T/console.log" 2>/dev/null || true
+	echo "--- results"; cat "$T/out/results" 2>/dev/null || true
+	echo "--- dirahead.service journal"; tail -n 40 "$T/out/journal.txt" 2>/dev/null || true
+	echo "(all of it in $OUT_KEPT)"
+}
+# Cleanup output is discarded, so a failure shows the container's logs itself.
+fail() { show_logs >&2; echo "FAIL: $*" >&2; exit 1; }
+
+# --capability: the unit's bounding set needs CAP_BPF and CAP_PERFMON, which nspawn does not give by
+# default (CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_CHOWN it does).  --system-call-filter:
+# nspawn's own seccomp filter fails bpf() with EPERM otherwise (the unit's filter allows it, and
+# perf_event_open is not needed: it is left out of the unit too).  --private-network: the
+# shipped config's metrics port must not meet a daemon of the host.  No --private-users: BPF
+# needs the capabilities in the initial user namespace.
+t0=$(now_ms)
+setsid systemd-nspawn --boot --directory="$ROOT" --volatile=overlay --machine="$MACHINE" \
+	--register=no --keep-unit --settings=no --link-journal=no --resolv-conf=off --timezone=off \
+	--private-network --capability=CAP_BPF,CAP_PERFMON \
+	--system-call-filter=bpf --console=read-only --setenv=SYSTEMD_COLORS=0 \
+	--bind-ro="$T/in:/run/dirahead-test/in" --bind="$T/out:/run/dirahead-test/out" \
+	--bind-ro="$TOP/tests/nspawn/dirahead-test.service:/etc/systemd/system/dirahead-test.service" \
+	systemd.unit=dirahead-test.service >"$T/console.log" 2>&1 </dev/null &
+NSPAWN_PID=$!
+deadline=$((t0 + RUN_TIMEOUT * 1000))
+while kill -0 "$NSPAWN_PID" 2>/dev/null && [ "$(now_ms)" -lt "$deadline" ]; do sleep 0.2; done
+if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+	nspawn_kill
+	NSPAWN_PID=
+	keep_out
+	fail "the container did not exit within ${RUN_TIMEOUT} s (killed)"
+fi
+rc=0
+wait "$NSPAWN_PID" || rc=$?
+NSPAWN_PID=
+elapsed=$(($(now_ms) - t0))
+info "container ran for $elapsed ms, exit status $rc"
+keep_out
+
+[ -s "$T/out/results" ] || fail "the test unit recorded nothing"
+r() { sed -n "s/^$1=//p" "$T/out/results" | tail -n 1; }
+assert_eq "$(r finished)" 1 "checks in the container ran to the end"
+assert_eq "$rc" 0 "systemd-nspawn exit status (the test unit's, through SuccessAction=exit)"
+
+# installed and enabled as a package would be
+assert_eq "$(r load_state)" loaded "LoadState"
+assert_eq "$(r enabled)" enabled "systemctl is-enabled"
+
+# start: Type=notify returns once READY=1 came
+assert_eq "$(r start_rc)" 0 "systemctl start"
+assert_eq "$(r state_after_start)" active "is-active after start"
+assert_eq "$(r substate_after_start)" running "SubState after start"
+assert_contains "$(r status_text)" "active scans" "StatusText= (sd_notify STATUS=)"
+assert_eq "$(r ctl_status_rc)" 0 "diraheadctl status on the unit's socket"
+assert_eq "$(r socket_mode)" 600 "mode of /run/dirahead/diraheadd.sock"
+# the sandbox: exactly the five capabilities (CAP_CHOWN 0, CAP_DAC_READ_SEARCH 2,
+# CAP_SYS_PTRACE 19, CAP_PERFMON 38, CAP_BPF 39), no new privileges, a seccomp filter
+assert_eq "$(r proc_CapBnd)" 000000c000080005 "daemon's capability bounding set"
+assert_eq "$(r proc_CapEff)" 000000c000080005 "daemon's effective capabilities"
+assert_eq "$(r proc_NoNewPrivs)" 1 "daemon's NoNewPrivs"
+assert_eq "$(r proc_Seccomp)" 2 "daemon's seccomp mode (filter)"
+
+# reload with a valid file: same process, still active, the daemon and the manager say so
+assert_eq "$(r reload_rc)" 0 "systemctl reload"
+assert_eq "$(r state_after_reload)" active "is-active after reload"
+assert_eq "$(r main_pid_after_reload)" "$(r main_pid)" "MainPID after reload (no restart)"
+assert_eq "$(r reload_result)" success "ReloadResult"
+assert_eq "$(r reloads_ok)" 1 "diraheadctl stats reloads_ok"
+assert_ge "$(r journal_daemon_reloaded)" 1 "'configuration reloaded' in the journal"
+assert_ge "$(r journal_manager_reloaded)" 1 "the manager's 'Reloaded' in the journal"
+
+# reload with an invalid file: ExecReload's --check-config fails it before any SIGHUP
+assert_ne "$(r bad_reload_rc)" 0 "systemctl reload of an invalid file"
+assert_eq "$(r state_after_bad_reload)" active "is-active after the refused reload"
+assert_eq "$(r main_pid_after_bad_reload)" "$(r main_pid)" "MainPID after the refused reload"
+assert_eq "$(r reloads_failed_after_bad)" 0 "reloads_failed (the daemon was never signalled)"
+
+# the sd_notify messages the manager took from the daemon, in order
+assert_eq "$(r notify_seq)" "READY=1 RELOADING=1 READY=1 STOPPING=1" "notification sequence"
+
+# the BPF detector works under the unit's sandbox: a scan by a container process, with the
+# reloaded config's comm_include = nspawnls, reached the daemon's log
+assert_ge "$(r scan_logged)" 1 "journal lines about the scan by nspawnls"
+info "scan: $(head -n 2 "$T/out/scan-lines.txt" | tr '\n' ' ')"
+info "daemon's stats: $(awk '$1 ~ /^(scans_confirmed|scans_started|skips\.)/ && $2 > 0 { printf "%s=%s ", $1, $2 }' "$T/out/stats.txt")"
+
+# stop: clean exit, runtime directory gone
+assert_eq "$(r stop_rc)" 0 "systemctl stop"
+assert_eq "$(r state_after_stop)" inactive "is-active after stop"
+assert_eq "$(r result)" success "Result"
+assert_eq "$(r exec_main_code)" 1 "ExecMainCode (1: exited)"
+assert_eq "$(r exec_main_status)" 0 "ExecMainStatus"
+assert_eq "$(r runtime_dir_left)" no "/run/dirahead after stop"
+assert_eq "$(r sanitizer_reports)" 0 "sanitizer reports in the unit's journal"
+info "start $(r start_ms) ms, reload $(r reload_ms) ms, stop $(r stop_ms) ms"
+echo "PASS"
