@@ -31,7 +31,7 @@ DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted
 DEB_DEPS += debootstrap systemd-container
 # make bench (tests/bench/): the runner, its chart, the local-filesystem scenarios
-DEB_DEPS += python3 gnuplot-nox xfsprogs e2fsprogs util-linux fuse3 rsync
+DEB_DEPS += gnuplot-nox
 
 pc = $(shell pkg-config $(1) $(2) 2>/dev/null)
 

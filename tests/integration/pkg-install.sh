@@ -68,6 +68,8 @@ int main(int argc, char **argv)
 }
 EOF
 make_files "$T/dir" 300
+# A SANITIZE=1 build installs an instrumented library; its users must carry the same runtime.
+[ "${SANITIZE:-}" = 1 ] && cflags="$cflags -fsanitize=address,undefined"
 cc -Wall -Werror -o "$T/ex-shared" "$T/example.c" $cflags $libs 2>"$T/cc.log" ||
 	fail "the examples of dirreadahead(3) do not compile: $(cat "$T/cc.log")"
 out=$(LD_LIBRARY_PATH=$R/usr/lib timeout 30 "$T/ex-shared" "$T/dir" 2>&1) || fail "example (shared): $out"
