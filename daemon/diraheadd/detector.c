@@ -252,59 +252,62 @@ int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, 
 	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET);
 }
 
+/* One per-CPU map value: one copy per possible CPU, each of vsize bytes (a multiple of 8, as
+ * the kernel rounds them).  Returns the copies (free() them) and their number in *ncpu. */
+static void *percpu_lookup(struct bpf_map *map, uint32_t key, size_t vsize, int *ncpu, int *rc)
+{
+	void *vals;
+
+	*ncpu = libbpf_num_possible_cpus();
+	if (*ncpu <= 0) {
+		*rc = *ncpu ? *ncpu : -EINVAL;
+		return NULL;
+	}
+	vals = calloc((size_t)*ncpu, vsize);
+	if (!vals) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	if (bpf_map__lookup_elem(map, &key, sizeof(key), vals, vsize * (size_t)*ncpu, 0)) {
+		*rc = -errno;
+		free(vals);
+		return NULL;
+	}
+	*rc = 0;
+	return vals;
+}
+
 int detector_counters(struct detector *d, struct detector_counters *out)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
-	uint32_t i;
-	int c, rc = 0;
+	int ncpu, rc = 0;
 
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < DIRAHEAD_CNT_MAX; i++) {
-		if (bpf_map__lookup_elem(d->skel->maps.counters, &i, sizeof(i), vals,
-					 sizeof(*vals) * (size_t)ncpu, 0)) {
-			rc = -errno;
+	for (uint32_t i = 0; i < DIRAHEAD_CNT_MAX; i++) {
+		uint64_t *vals = percpu_lookup(d->skel->maps.counters, i, sizeof(*vals), &ncpu, &rc);
+		if (!vals)
 			break;
-		}
-		for (c = 0; c < ncpu; c++)
+		for (int c = 0; c < ncpu; c++)
 			out->v[i] += vals[c];
+		free(vals);
 	}
-	free(vals);
 	return rc;
 }
 
 int detector_app_lat(struct detector *d, struct detector_app_lat *out)
 {
-	int ncpu = libbpf_num_possible_cpus();
+	int ncpu, rc;
 	struct dirahead_app_lat *vals;
-	uint32_t zero = 0;
-	int c, k;
 
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	/* A per-CPU value comes as one copy per possible CPU, each rounded up to 8 bytes. */
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
 	memset(out, 0, sizeof(*out));
-	if (bpf_map__lookup_elem(d->skel->maps.app_lat, &zero, sizeof(zero), vals,
-				 sizeof(*vals) * (size_t)ncpu, 0)) {
-		int e = -errno;
-
-		free(vals);
-		return e;
-	}
-	for (c = 0; c < ncpu; c++) {
-		for (k = 0; k < DIRAHEAD_APP_LAT_SLOTS; k++)
+	vals = percpu_lookup(d->skel->maps.app_lat, 0, sizeof(*vals), &ncpu, &rc);
+	if (!vals)
+		return rc;
+	for (int c = 0; c < ncpu; c++) {
+		for (int k = 0; k < DIRAHEAD_APP_LAT_SLOTS; k++)
 			out->slot[k] += vals[c].slot[k];
 		out->sum_ns += vals[c].sum_ns;
 	}
-	for (k = 0; k < DIRAHEAD_APP_LAT_SLOTS; k++)
+	for (int k = 0; k < DIRAHEAD_APP_LAT_SLOTS; k++)
 		out->count += out->slot[k];
 	free(vals);
 	return 0;
