@@ -93,6 +93,9 @@ struct proc {
 	__u64 cwd_ino;
 	__u32 cwd_dev;
 	__u32 seq;
+	__u32 nactive;	/* slots in use: 0 lets stats return after the `procs` lookup */
+	__u32 mute_dev;	/* listings on this filesystem are not tracked until mute_until */
+	__u64 mute_until;
 	struct active_slot active[MAX_ACTIVE];
 };
 
@@ -104,6 +107,10 @@ struct scan {
 	__u64 dir_size;
 	__u64 magic;
 	__u64 rel_seed;	/* proc->rel_seed when a relative path was recorded */
+	__u64 t_first;	/* exit time of the first and the latest matched stat */
+	__u64 t_last;
+	__u64 lat_sum;	/* durations of the matched stats sys_enter timed, and how many */
+	__u64 lat_n;
 	__u32 flags;
 	__u32 step;
 	__u32 ctl_seq;
@@ -487,6 +494,10 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	e->ts_ns = bpf_ktime_get_ns();
 	e->listing_done = !!(sc->flags & SCAN_DONE);
 	e->name_len = sc->name_len;
+	e->stat_first_ns = sc->t_first;
+	e->stat_last_ns = sc->t_last;
+	e->lat_sum_ns = sc->lat_sum;
+	e->lat_count = sc->lat_n;
 	__builtin_memcpy(e->name, sc->name, NAME_LEN);
 	e->name[NAME_LEN - 1] = 0;
 	e->path[PATH_LEN - 1] = 0;
@@ -511,6 +522,8 @@ __noinline int end_scan(struct proc *p, __u32 tgid, int slot, __u32 reason)
 	key.dev = p->active[slot].dev;
 	key.ino = p->active[slot].ino;
 	p->active[slot].seq = 0;
+	if (p->nactive)
+		p->nactive--;
 	sc = bpf_map_lookup_elem(&scans, &key);
 	if (sc && (sc->flags & SCAN_CONFIRMED)) {
 		ctl = bpf_map_lookup_elem(&scan_ctl, &key);
@@ -599,6 +612,7 @@ static __always_inline void switch_listing(struct proc *p, __u32 tgid, struct de
 		p->active[free_slot].seq = p->seq;
 		p->active[free_slot].dev = di->dev;
 		p->active[free_slot].ino = di->ino;
+		p->nactive++;
 	}
 }
 
@@ -741,6 +755,9 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 				return 0;
 			read_cwd(task, p);
 		}
+		/* The daemon found prefetch does not pay for this process here: stay out of its way. */
+		if (p->mute_until && p->mute_dev == di.dev && bpf_ktime_get_ns() < p->mute_until)
+			return 0;
 		switch_listing(p, tgid, BPF_CORE_READ(f, f_path.dentry), &di);
 		/* A scan value is too big for the stack: build it in the per-CPU scratch. */
 		s = get_scratch();
@@ -856,9 +873,12 @@ static __always_inline __u32 log2_ceil(__u64 v)
 	return k + (__u32)x;
 }
 
-/* A stat matched to a tracked directory returned: add its duration to the histogram. */
-static __always_inline void app_stat_latency(struct task_struct *task, long nr,
-					     const struct dirahead_bpf_config *cfg)
+/*
+ * A stat matched to a tracked directory returned: add its duration to the histogram, and return
+ * it (0: not timed).
+ */
+static __always_inline __u64 app_stat_latency(struct task_struct *task, long nr,
+					      const struct dirahead_bpf_config *cfg)
 {
 	struct dirahead_app_lat *h;
 	struct stat_start *st;
@@ -867,34 +887,52 @@ static __always_inline void app_stat_latency(struct task_struct *task, long nr,
 
 	st = bpf_task_storage_get(&stat_start, task, 0, 0);
 	if (!st || !st->ts || st->nr != nr || st->epoch != cfg->timing_epoch)
-		return;
+		return 0;
 	d = bpf_ktime_get_ns() - st->ts;
 	st->ts = 0;
 	h = bpf_map_lookup_elem(&app_lat, &zero);
 	if (!h)
-		return;
+		return d;
 	k = log2_ceil(d);
 	if (k >= DIRAHEAD_APP_LAT_SLOTS)
 		k = DIRAHEAD_APP_LAT_SLOTS - 1;
 	h->slot[k]++;
 	h->sum_ns += d;
+	return d;
+}
+
+/* The daemon muted this scan: drop it, and track no listing on its filesystem for a while. */
+static __always_inline void mute_scan(struct proc *p, const struct dirahead_scan_key *key,
+				      const struct dirahead_scan_ctl *ctl)
+{
+	p->mute_dev = key->dev;
+	p->mute_until = bpf_ktime_get_ns() + (__u64)ctl->mute_ms * 1000000ULL;
+	for (int i = 0; i < MAX_ACTIVE; i++)
+		if (p->active[i].seq && p->active[i].dev == key->dev &&
+		    p->active[i].ino == key->ino)
+			end_scan(p, key->tgid, i, DIRAHEAD_END_NONE);
 }
 
 /* A stat of one of the entries of the directory `key` succeeded. */
 static __always_inline void scan_stat(struct dirahead_scan_key *key, struct scan *sc,
 				      struct proc *p, const char *uname, int dfd,
 				      const struct dirahead_bpf_config *cfg,
-				      struct task_struct *task)
+				      struct task_struct *task, __u64 lat)
 {
 	struct dirahead_scan_ctl *ctl = NULL;
 	struct scratch *s = get_scratch();
 	__u32 confirm;
+	__u64 now;
 	long n;
 
 	if (!s)
 		return;
 	if (sc->flags & SCAN_CONFIRMED) {
 		ctl = bpf_map_lookup_elem(&scan_ctl, key);
+		if (ctl && (ctl->flags & DIRAHEAD_CTL_MUTE)) {
+			mute_scan(p, key, ctl);	/* sc is gone after this */
+			return;
+		}
 		if (ctl && (ctl->flags & DIRAHEAD_CTL_FORGET))
 			return;
 	}
@@ -908,6 +946,14 @@ static __always_inline void scan_stat(struct dirahead_scan_key *key, struct scan
 	__builtin_memcpy(sc->name, s->name, NAME_LEN);
 	sc->name_len = n - 1;
 	sc->stats++;
+	now = bpf_ktime_get_ns();
+	if (!sc->t_first)
+		sc->t_first = now;
+	sc->t_last = now;
+	if (lat) {
+		sc->lat_sum += lat;
+		sc->lat_n++;
+	}
 	if (dfd != DA_AT_FDCWD)
 		sc->fd = dfd;
 	count(DIRAHEAD_CNT_STATS_MATCHED, 1);
@@ -953,8 +999,8 @@ static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
 	if (ret != 0)
 		return 0;
 	p = bpf_map_lookup_elem(&procs, &tgid);
-	if (!p)
-		return 0;	/* never listed a directory: the common case */
+	if (!p || !p->nactive)
+		return 0;	/* not listing anything (or muted): the common case */
 	cfg = active_config(tgid);
 	if (!cfg)
 		return 0;
@@ -1007,8 +1053,8 @@ static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
 	sc = bpf_map_lookup_elem(&scans, &key);
 	if (!sc)
 		return 0;
-	app_stat_latency(task, nr, cfg);
-	scan_stat(&key, sc, p, upath, slash < 0 ? dfd : DA_AT_FDCWD, cfg, task);
+	scan_stat(&key, sc, p, upath, slash < 0 ? dfd : DA_AT_FDCWD, cfg, task,
+		  app_stat_latency(task, nr, cfg));
 	return 0;
 }
 
@@ -1022,8 +1068,10 @@ static __always_inline int on_stat_enter(long nr)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	const struct dirahead_bpf_config *cfg;
 	struct stat_start *st;
+	struct proc *p;
 
-	if (!bpf_map_lookup_elem(&procs, &tgid))
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p || !p->nactive)
 		return 0;
 	cfg = active_config(tgid);
 	if (!cfg)

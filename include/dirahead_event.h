@@ -54,6 +54,17 @@ struct dirahead_event {
 	__u64 ts_ns;       /* bpf_ktime_get_ns() when the event was made */
 	__u32 listing_done;/* getdents has returned 0 (end of directory) at least once */
 	__u32 name_len;    /* bytes valid in name */
+	/*
+	 * The cost model's signals (daemon/diraheadd/policy.c), all cumulative over the scan so the
+	 * daemon takes differences between events.  stat_first_ns/stat_last_ns: bpf_ktime_get_ns()
+	 * at the exit of the first and of the latest matched stat (the progress rate: stats over
+	 * time, no entry hook needed).  lat_sum_ns/lat_count: durations of the matched stats that the
+	 * sys_enter program timed (only while it is attached; see DIRAHEAD_APP_LAT_SLOTS).
+	 */
+	__u64 stat_first_ns;
+	__u64 stat_last_ns;
+	__u64 lat_sum_ns;
+	__u64 lat_count;
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
@@ -122,11 +133,17 @@ struct dirahead_scan_key {
  * with the BPF side's in-place updates of the scan state).  BPF applies it when `seq` changes.
  */
 #define DIRAHEAD_CTL_FORGET 1u   /* ignore this scan from now on: no more events */
+/*
+ * With FORGET: prefetch does not pay here.  BPF drops the scan and, for mute_ms, tracks no new
+ * listing of this process on the same filesystem, so the rest of its walk costs what an
+ * untracked process costs (one map lookup per stat).
+ */
+#define DIRAHEAD_CTL_MUTE 2u
 struct dirahead_scan_ctl {
 	__u32 seq;
 	__u32 step;
 	__u32 flags;
-	__u32 pad;
+	__u32 mute_ms;
 };
 
 #endif /* DIRAHEAD_EVENT_H */

@@ -33,6 +33,16 @@ void da_config_defaults(struct da_config *c)
 		.stop_min_hits = 32,
 		.stop_hit_ratio = 0.8,
 		.stop_consecutive_misses = 32,
+		.policy_enabled = true,
+		.probe_stats = 16,
+		.start_factor = 4.0,
+		.entry_cost_us = 10,
+		.gain_stats = 64,
+		.min_gain = 1.3,
+		.reprobe_s = 60,
+		.mute_ms = 2000,
+		.depth_min = 4,
+		.max_filesystems = 256,
 		.log_level = LOG_INFO,
 	};
 	c->metrics_address = strdup("127.0.0.1:9567");
@@ -176,7 +186,26 @@ static const struct uint_key uint_keys[] = {
 	U("prefetch", "idle_timeout_ms", idle_timeout_ms, 10, 3600000),
 	U("stop", "min_hits", stop_min_hits, 0, 1u << 30),
 	U("stop", "consecutive_misses", stop_consecutive_misses, 1, 1u << 30),
+	U("policy", "probe_stats", probe_stats, 2, 100000),
+	U("policy", "entry_cost_us", entry_cost_us, 1, 1000000),
+	U("policy", "gain_stats", gain_stats, 8, 1000000),
+	U("policy", "reprobe_s", reprobe_s, 1, 86400),
+	U("policy", "mute_ms", mute_ms, 0, 3600000),
+	U("policy", "depth_min", depth_min, 1, 4096),
+	U("policy", "max_filesystems", max_filesystems, 1, 65536),
 };
+
+/* A decimal number from lo to hi. */
+static bool parse_double(const char *v, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || *end || end == v || !(d >= lo && d <= hi))
+		return false;
+	*out = d;
+	return true;
+}
 
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
@@ -252,12 +281,21 @@ static int handler(void *user, const char *section, const char *name, const char
 		}
 	} else if (!strcmp(section, "stop")) {
 		if (!strcmp(name, "hit_ratio")) {
-			char *end;
-			errno = 0;
-			double d = strtod(value, &end);
-			if (errno || *end || end == value || d < 0 || d > 1)
+			if (!parse_double(value, 0, 1, &c->stop_hit_ratio))
 				return ERR("[stop] hit_ratio: '%s' is not a number from 0 to 1", value);
-			c->stop_hit_ratio = d;
+			return 1;
+		}
+	} else if (!strcmp(section, "policy")) {
+		if (!strcmp(name, "enabled"))
+			return parse_bool(value, &c->policy_enabled) ? 1 : ERR("[policy] enabled: '%s' is not yes or no", value);
+		if (!strcmp(name, "start_factor")) {
+			if (!parse_double(value, 0, 1000, &c->start_factor))
+				return ERR("[policy] start_factor: '%s' is not a number from 0 to 1000", value);
+			return 1;
+		}
+		if (!strcmp(name, "min_gain")) {
+			if (!parse_double(value, 1, 100, &c->min_gain))
+				return ERR("[policy] min_gain: '%s' is not a number from 1 to 100", value);
 			return 1;
 		}
 	} else if (!strcmp(section, "filter")) {

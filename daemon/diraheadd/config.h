@@ -36,6 +36,17 @@ struct da_config {
 	unsigned stop_min_hits;     /* Lustre: stop when hits > this and hits < ratio * misses */
 	double stop_hit_ratio;      /* minimum hits / (hits + misses) once stop_min_hits is passed */
 	unsigned stop_consecutive_misses;
+	/* [policy]: the cost model (policy.h) */
+	bool policy_enabled;        /* no: prefetch every confirmed scan (no judgment) */
+	unsigned probe_stats;       /* stats timed before the first prefetch where nothing is known */
+	double start_factor;        /* prefetch if the program's stat costs >= this x ours per entry */
+	unsigned entry_cost_us;     /* our cost per prefetched entry until measured */
+	unsigned gain_stats;        /* stats per pay-off judgment */
+	double min_gain;            /* the program's stat cost must fall by this factor */
+	unsigned reprobe_s;         /* a no_gain filesystem is tried again after this (backoff x16) */
+	unsigned mute_ms;           /* a muted process's listings there are not tracked this long */
+	unsigned depth_min;         /* adaptive depth per scan: from this to depth_per_scan */
+	unsigned max_filesystems;   /* filesystems remembered */
 	struct da_strlist fs_include, fs_exclude;     /* filesystem type names */
 	struct da_strlist path_include, path_exclude; /* mount point / path prefixes */
 	struct da_strlist comm_include, comm_exclude; /* process names */

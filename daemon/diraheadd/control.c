@@ -19,6 +19,8 @@
 #include "detector.h"
 #include "log.h"
 #include "metrics.h"
+#include "fsmagic.h"
+#include "policy.h"
 #include "scan.h"
 
 struct control {
@@ -43,6 +45,29 @@ static void conn_close(struct conn *k)
 	sd_event_source_disable_unref(k->timeout);
 	close(k->fd);
 	free(k);
+}
+
+/* One remembered filesystem, keyed "MAJOR:MINOR" (`diraheadctl stats` shows
+ * filesystems.0:55.verdict ...). */
+static void add_fs(const struct pol_fs *f, void *ctx)
+{
+	json_object *o = json_object_new_object();
+	char key[32];
+	const char *type = fsmagic_name(f->magic);
+	snprintf(key, sizeof(key), "%u:%u", f->dev_major, f->dev_minor);
+	json_object_object_add(o, "fstype", json_object_new_string(type ? type : "unknown"));
+	json_object_object_add(o, "verdict", json_object_new_string(pol_verdict_names[f->verdict]));
+	json_object_object_add(o, "depth", json_object_new_uint64(f->depth));
+	json_object_object_add(o, "app_stat_us_before", json_object_new_double(f->before_ns / 1e3));
+	json_object_object_add(o, "app_stat_us_prefetch", json_object_new_double(f->after_ns / 1e3));
+	json_object_object_add(o, "entry_cost_us", json_object_new_double(f->cost_ns / 1e3));
+	json_object_object_add(o, "scans", json_object_new_uint64(f->scans));
+	json_object_object_add(o, "gained", json_object_new_uint64(f->gained));
+	json_object_object_add(o, "no_gain", json_object_new_uint64(f->no_gain));
+	json_object_object_add(o, "skipped_fast", json_object_new_uint64(f->skipped_fast));
+	json_object_object_add(o, "skipped_no_gain", json_object_new_uint64(f->skipped_no_gain));
+	json_object_object_add(o, "reprobes", json_object_new_uint64(f->reprobes));
+	json_object_object_add((json_object *)ctx, key, o);
 }
 
 static json_object *jstats(struct daemon *d)
@@ -76,6 +101,19 @@ static json_object *jstats(struct daemon *d)
 	json_object_object_add(o, "reloads_failed", json_object_new_uint64(s->reloads_failed));
 	json_object_object_add(o, "active_scans", json_object_new_uint64(scan_mgr_active(d->mgr)));
 	json_object_object_add(o, "requests_in_flight", json_object_new_uint64(scan_mgr_inflight(d->mgr)));
+	/* the cost model */
+	json_object_object_add(o, "scans_muted", json_object_new_uint64(s->scans_muted));
+	json_object_object_add(o, "entries_wasted", json_object_new_uint64(s->entries_wasted));
+	json_object_object_add(o, "payoff_judgments", json_object_new_uint64(s->judged));
+	json_object_object_add(o, "app_stat_us_before",
+			       json_object_new_double(s->judged ? s->judged_before_s * 1e6 / (double)s->judged : 0));
+	json_object_object_add(o, "app_stat_us_prefetch",
+			       json_object_new_double(s->judged ? s->judged_after_s * 1e6 / (double)s->judged : 0));
+	json_object_object_add(o, "entry_cost_us",
+			       json_object_new_double(policy_entry_cost_ns(scan_mgr_policy(d->mgr)) / 1e3));
+	json_object *fss = json_object_new_object();
+	policy_foreach(scan_mgr_policy(d->mgr), add_fs, fss);
+	json_object_object_add(o, "filesystems", fss);
 	return o;
 }
 

@@ -222,9 +222,9 @@ static void scan_key(struct dirahead_scan_key *k, uint32_t tgid, uint32_t dev_ma
 }
 
 static int write_ctl(struct detector *d, const struct dirahead_scan_key *k, uint32_t step,
-		     uint32_t flags)
+		     uint32_t flags, uint32_t mute_ms)
 {
-	struct dirahead_scan_ctl ctl = { .step = step, .flags = flags };
+	struct dirahead_scan_ctl ctl = { .step = step, .flags = flags, .mute_ms = mute_ms };
 
 	if (++d->ctl_seq == 0)
 		d->ctl_seq = 1;
@@ -240,7 +240,7 @@ int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, ui
 	struct dirahead_scan_key k;
 
 	scan_key(&k, tgid, dev_major, dev_minor, ino);
-	return write_ctl(d, &k, progress_step, 0);
+	return write_ctl(d, &k, progress_step, 0, 0);
 }
 
 int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
@@ -249,7 +249,16 @@ int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, 
 	struct dirahead_scan_key k;
 
 	scan_key(&k, tgid, dev_major, dev_minor, ino);
-	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET);
+	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET, 0);
+}
+
+int detector_scan_mute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t ino, uint32_t mute_ms)
+{
+	struct dirahead_scan_key k;
+
+	scan_key(&k, tgid, dev_major, dev_minor, ino);
+	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET | DIRAHEAD_CTL_MUTE, mute_ms);
 }
 
 /* One per-CPU map value: one copy per possible CPU, each of vsize bytes (a multiple of 8, as

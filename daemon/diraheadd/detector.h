@@ -61,6 +61,10 @@ int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, ui
 /* Forget a scan (the daemon stopped it); the process's later stats of it are ignored. */
 int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
 			 uint64_t ino);
+/* Forget it and, for mute_ms, track no new listing of that process on that filesystem: prefetch
+ * does not pay there, and the rest of its walk then costs one map lookup per stat. */
+int detector_scan_mute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t ino, uint32_t mute_ms);
 int detector_counters(struct detector *d, struct detector_counters *out);
 /* Reads the application's stat latency histogram; 0 or -errno. */
 int detector_app_lat(struct detector *d, struct detector_app_lat *out);

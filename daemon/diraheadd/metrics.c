@@ -7,6 +7,8 @@
 
 #include "daemon.h"
 #include "detector.h"
+#include "fsmagic.h"
+#include "policy.h"
 #include "scan.h"
 
 /* The application stat latency buckets exported: le = 2^k ns for k in this range. */
@@ -16,6 +18,52 @@
 static void head(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+struct fs_ctx {
+	FILE *f;
+	int what;
+};
+
+/* One metric family over every remembered filesystem; labels device ("MAJOR:MINOR", as
+ * /proc/self/mountinfo shows it) and fstype, never a path. */
+static void fs_line(const struct pol_fs *fs, void *ctx)
+{
+	struct fs_ctx *c = ctx;
+	const char *type = fsmagic_name(fs->magic);
+	char lab[96];
+	snprintf(lab, sizeof(lab), "device=\"%u:%u\",fstype=\"%s\"", fs->dev_major, fs->dev_minor,
+		 type ? type : "unknown");
+	switch (c->what) {
+	case 0:
+		for (int v = 0; v < POL_VERDICT_MAX; v++)
+			fprintf(c->f, "dirahead_filesystem_verdict{%s,verdict=\"%s\"} %d\n", lab,
+				pol_verdict_names[v], fs->verdict == (enum pol_verdict)v);
+		break;
+	case 1:
+		fprintf(c->f, "dirahead_filesystem_depth{%s} %u\n", lab, fs->depth);
+		break;
+	case 2:
+		fprintf(c->f, "dirahead_filesystem_app_stat_seconds{%s,phase=\"before\"} %.9f\n", lab,
+			fs->before_ns / 1e9);
+		fprintf(c->f, "dirahead_filesystem_app_stat_seconds{%s,phase=\"prefetch\"} %.9f\n", lab,
+			fs->after_ns / 1e9);
+		break;
+	case 3:
+		fprintf(c->f, "dirahead_filesystem_entry_cost_seconds{%s} %.9f\n", lab, fs->cost_ns / 1e9);
+		break;
+	case 4: {
+		const struct { const char *n; uint64_t v; } o[] = {
+			{ "gained", fs->gained }, { "no_gain", fs->no_gain },
+			{ "skipped_fast", fs->skipped_fast }, { "skipped_no_gain", fs->skipped_no_gain },
+			{ "reprobed", fs->reprobes },
+		};
+		for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
+			fprintf(c->f, "dirahead_filesystem_decisions_total{%s,decision=\"%s\"} %llu\n", lab,
+				o[i].n, (unsigned long long)o[i].v);
+		break;
+	}
+	}
 }
 
 static void one(FILE *f, const char *name, const char *type, const char *help, unsigned long long v)
@@ -90,6 +138,38 @@ char *metrics_text(struct daemon *d)
 	fprintf(f, "dirahead_app_stat_latency_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
 	fprintf(f, "dirahead_app_stat_latency_seconds_sum %.9f\n", (double)al.sum_ns / 1e9);
 	fprintf(f, "dirahead_app_stat_latency_seconds_count %llu\n", cum);
+	one(f, "dirahead_scans_muted_total", "counter",
+	    "Scans the cost model muted in BPF (prefetch would not pay): the process's further listings on that filesystem go untracked for mute_ms.",
+	    s->scans_muted);
+	one(f, "dirahead_entries_wasted_total", "counter",
+	    "Entries prefetched for scans that ended without the program using them.", s->entries_wasted);
+	one(f, "dirahead_payoff_judgments_total", "counter",
+	    "Pay-off judgments: stretches of gain_stats stats compared with the program's cost before prefetch.",
+	    s->judged);
+	head(f, "dirahead_payoff_app_stat_seconds_sum", "counter",
+	     "Sum over pay-off judgments of the program's mean cost per stat, before and with prefetch (divide by dirahead_payoff_judgments_total).");
+	fprintf(f, "dirahead_payoff_app_stat_seconds_sum{phase=\"before\"} %.9f\n", s->judged_before_s);
+	fprintf(f, "dirahead_payoff_app_stat_seconds_sum{phase=\"prefetch\"} %.9f\n", s->judged_after_s);
+	head(f, "dirahead_entry_cost_seconds", "gauge",
+	     "The daemon's CPU time per prefetched entry (measured; the configured prior until then).");
+	fprintf(f, "dirahead_entry_cost_seconds %.9f\n", policy_entry_cost_ns(scan_mgr_policy(d->mgr)) / 1e9);
+	static const struct { const char *name, *type, *help; } fsm[] = {
+		{ "dirahead_filesystem_verdict", "gauge",
+		  "The cost model's verdict per filesystem (1 for the current one): unknown, pays, no_gain, fast." },
+		{ "dirahead_filesystem_depth", "gauge",
+		  "Prefetch requests in flight per scan learned for the filesystem (0: not yet)." },
+		{ "dirahead_filesystem_app_stat_seconds", "gauge",
+		  "Moving average of the programs' cost per stat on the filesystem, before and with prefetch." },
+		{ "dirahead_filesystem_entry_cost_seconds", "gauge",
+		  "Moving average of the daemon's CPU per prefetched entry on the filesystem (0: not measured)." },
+		{ "dirahead_filesystem_decisions_total", "counter",
+		  "The cost model's decisions per filesystem." },
+	};
+	for (int w = 0; w < 5; w++) {
+		struct fs_ctx c = { f, w };
+		head(f, fsm[w].name, fsm[w].type, fsm[w].help);
+		policy_foreach(scan_mgr_policy(d->mgr), fs_line, &c);
+	}
 	one(f, "dirahead_active_scans", "gauge", "Scans being prefetched now.", scan_mgr_active(d->mgr));
 	one(f, "dirahead_requests_in_flight", "gauge", "Prefetch requests in flight now.", scan_mgr_inflight(d->mgr));
 

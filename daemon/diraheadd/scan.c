@@ -17,10 +17,14 @@
 #include "dirahead.h"
 #include "fsmagic.h"
 #include "log.h"
+#include "policy.h"
 #include "procdir.h"
 
-enum scan_state { SCAN_OPENING, SCAN_PREFETCHING, SCAN_FOLLOWING };
-static const char *const state_names[] = { "opening", "prefetching", "following" };
+/* PROBING: confirmed, its stats being timed before the cost model decides (nothing open, not
+ * counted against the limits).  OPENING and PREFETCHING count against them; FOLLOWING: all was
+ * fetched, hits are still counted until the program is done. */
+enum scan_state { SCAN_PROBING, SCAN_OPENING, SCAN_PREFETCHING, SCAN_FOLLOWING };
+static const char *const state_names[] = { "probing", "opening", "prefetching", "following" };
 
 struct scan {
 	struct scan *next;
@@ -28,7 +32,7 @@ struct scan {
 	enum scan_state state;
 	uint64_t id;                /* BPF scan_id */
 	uint32_t tgid, dev_major, dev_minor;
-	uint64_t ino;
+	uint64_t ino, magic;
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	enum dirahead_order order;
@@ -38,8 +42,15 @@ struct scan {
 	uint64_t app_pos;           /* entries of our order the application has reached */
 	uint64_t window, limit;
 	uint64_t completed, failed; /* prefetch requests finished */
-	uint64_t hits, misses, consecutive_misses;
+	uint64_t hits, misses, late, consecutive_misses;
 	uint64_t start_ns, last_ns;
+	/* the cost model's view (policy.h) */
+	struct pol_sample at_scan;  /* signals at the SCAN event */
+	struct pol_sample judge_from; /* start of the stretch being judged (valid if judging) */
+	uint64_t late_from;         /* s->late at judge_from */
+	bool judging, judged;
+	struct pol_cost before;     /* the program's cost without prefetch */
+	unsigned depth;             /* requests in flight now */
 };
 
 struct scan_mgr {
@@ -53,6 +64,12 @@ struct scan_mgr {
 	struct scan *scans;
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
 	unsigned nscans;
+	struct policy *pol;
+	/* the daemon's CPU per prefetched entry: process CPU time against completions */
+	uint64_t cpu_from_ns, completed_total, completed_from;
+	uint32_t tick_major, tick_minor;
+	uint64_t tick_magic;
+	int tick_fs;                /* 0: no completion since cpu_from, 1: all on tick_*, 2: several */
 };
 
 /* A request outstanding this long is taken for stuck on a hung filesystem and stops counting
@@ -88,6 +105,16 @@ static struct scan *find_scan(struct scan_mgr *m, uint32_t tgid, uint32_t maj, u
 		if (s->tgid == tgid && s->ino == ino && s->dev_major == maj && s->dev_minor == min)
 			return s;
 	return NULL;
+}
+
+static bool counts_active(const struct scan *s)
+{
+	return s->state == SCAN_OPENING || s->state == SCAN_PREFETCHING;
+}
+
+static struct pol_fs *scan_fs(const struct scan *s)
+{
+	return policy_fs(s->mgr->pol, s->dev_major, s->dev_minor, s->magic, now_ns());
 }
 
 static struct scan *find_scan_id(struct scan_mgr *m, uint64_t id)
@@ -186,12 +213,26 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	struct scan_mgr *m = s->mgr;
 	if (s->ending >= 0)
 		return;
+	if (s->state == SCAN_PROBING) { /* never started: not a scan that ended */
+		detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
+		m->st->skips[DA_SKIP_PROBE_ENDED]++;
+		free_scan(s);
+		return;
+	}
 	s->ending = (int)why;
 	m->st->scans_ended[why]++;
 	log_end(s, why);
-	if (why != DA_END_EXITED && why != DA_END_EVICTED)
+	uint64_t used = s->hits + s->late, ok = s->completed - s->failed;
+	m->st->entries_wasted += ok > used ? ok - used : 0;
+	if (why == DA_END_NO_GAIN) {
+		/* the rest of this walk on this filesystem is not worth watching either */
+		detector_scan_mute(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino,
+				   policy_mute_ms(m->pol));
+		m->st->scans_muted++;
+	} else if (why != DA_END_EXITED && why != DA_END_EVICTED) {
 		detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
-	if (s->state != SCAN_FOLLOWING)
+	}
+	if (counts_active(s))
 		m->active--;
 	if (s->dir) {
 		struct dirahead_dir *d = s->dir;
@@ -208,8 +249,24 @@ static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_sk
 	m->st->skips[why]++;
 	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
 		  da_skip_reason_names[why]);
-	if (why != DA_SKIP_DRY_RUN)
+	if (why == DA_SKIP_FAST || why == DA_SKIP_FS_NO_GAIN) {
+		/* prefetch does not pay for this process here: let its walk run untracked */
+		detector_scan_mute(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino,
+				   policy_mute_ms(m->pol));
+		m->st->scans_muted++;
+	} else if (why != DA_SKIP_DRY_RUN) {
 		detector_scan_forget(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+	}
+}
+
+/* A probing scan is over without prefetch: the probe said no, or the program was done first. */
+static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum da_skip_reason why)
+{
+	if (ev)
+		skip(s->mgr, ev, why);
+	else
+		s->mgr->st->skips[why]++;
+	free_scan(s);
 }
 
 static uint32_t progress_step(const struct scan *s)
@@ -254,6 +311,42 @@ static enum dirahead_order choose_order(const struct scan_mgr *m, const struct d
 	return DIRAHEAD_ORDER_READDIR;
 }
 
+/* Opening goes through the filesystem, which may hang: do it in a thread of its own so the
+ * event loop never waits for one filesystem.  ev: the latest event of the scan (its fd and
+ * names are the freshest).  0, or a skip reason. */
+static int start_opening(struct scan *s, const struct dirahead_event *ev)
+{
+	struct scan_mgr *m = s->mgr;
+	unsigned per_proc = 0;
+	for (struct scan *o = m->scans; o; o = o->next)
+		per_proc += o->tgid == s->tgid && counts_active(o);
+	if (m->active >= m->cfg.max_scans || per_proc >= m->cfg.max_scans_per_process)
+		return DA_SKIP_BUSY;
+	struct open_job *job = calloc(1, sizeof(*job));
+	if (!job)
+		return DA_SKIP_ENGINE;
+	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = s->id, .ev = *ev };
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	int r = pthread_create(&th, &attr, opener_main, job);
+	pthread_attr_destroy(&attr);
+	if (r) {
+		free(job);
+		return DA_SKIP_ENGINE;
+	}
+	s->state = SCAN_OPENING;
+	s->app_pos = s->stats_seen = ev->stats;
+	s->start_ns = s->last_ns = now_ns();
+	m->active++;
+	m->st->scans_started++;
+	log_info("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
+		 s->order == DIRAHEAD_ORDER_NAME ? "name" : s->order == DIRAHEAD_ORDER_INODE ? "inode" : "readdir");
+	return 0;
+}
+
 static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 {
 	m->st->scans_confirmed++;
@@ -280,25 +373,33 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		log_info("scan (dry run): pid %u (%s) %.256s", ev->tgid, comm, ev->path);
 		return skip(m, ev, DA_SKIP_DRY_RUN);
 	}
-	unsigned per_proc = 0;
-	for (struct scan *s = m->scans; s; s = s->next)
-		per_proc += s->tgid == ev->tgid && s->state != SCAN_FOLLOWING;
-	if (m->active >= m->cfg.max_scans || per_proc >= m->cfg.max_scans_per_process)
-		return skip(m, ev, DA_SKIP_BUSY);
+
+	/* The start rule: is prefetch worth it for this scan, on this filesystem? */
+	enum pol_action act = POL_START;
+	struct pol_sample smp;
+	struct pol_cost cost;
+	pol_sample_of(&smp, ev);
+	pol_cost_between(NULL, &smp, &cost);
+	if (policy_enabled(m->pol)) {
+		struct pol_fs *fs = policy_fs(m->pol, ev->dev_major, ev->dev_minor, ev->magic, now_ns());
+		act = policy_on_scan(m->pol, fs, &cost, now_ns());
+		if (act == POL_SKIP_FAST)
+			return skip(m, ev, DA_SKIP_FAST);
+		if (act == POL_SKIP_NO_GAIN)
+			return skip(m, ev, DA_SKIP_FS_NO_GAIN);
+		if (cost.lat_ns < 0 && cost.gap_ns < 0)
+			cost.lat_ns = cost.gap_ns = fs->before_ns > 0 ? fs->before_ns : -1;
+	}
 
 	struct scan *s = calloc(1, sizeof(*s));
-	struct open_job *job = calloc(1, sizeof(*job));
-	if (!s || !job) {
-		free(s);
-		free(job);
+	if (!s)
 		return skip(m, ev, DA_SKIP_ENGINE);
-	}
 	*s = (struct scan){
-		.mgr = m, .state = SCAN_OPENING, .id = ev->scan_id, .tgid = ev->tgid,
+		.mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
 		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
-		.order = choose_order(m, ev), .ending = -1, .stats_seen = ev->stats,
-		.app_pos = ev->stats, .window = m->cfg.window_start,
-		.start_ns = now_ns(),
+		.magic = ev->magic, .order = choose_order(m, ev), .ending = -1,
+		.stats_seen = ev->stats, .app_pos = ev->stats, .window = m->cfg.window_start,
+		.start_ns = now_ns(), .at_scan = smp, .before = cost,
 	};
 	s->last_ns = s->start_ns;
 	memcpy(s->comm, comm, sizeof(s->comm));
@@ -308,30 +409,49 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	else
 		snprintf(s->path, sizeof(s->path), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 			 (unsigned long long)ev->ino);
-
-	/* Opening goes through the filesystem, which may hang: do it in a thread of its own so the
-	 * event loop never waits for one filesystem. */
-	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = ev->scan_id, .ev = *ev };
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	int r = pthread_create(&th, &attr, opener_main, job);
-	pthread_attr_destroy(&attr);
-	if (r) {
-		free(s);
-		free(job);
-		return skip(m, ev, DA_SKIP_ENGINE);
+	if (act == POL_PROBE) {
+		/* hear from BPF again once probe_stats more stats were timed */
+		if (detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino,
+				       policy_probe_stats(m->pol)) < 0) {
+			free(s);
+			return skip(m, ev, DA_SKIP_ENGINE);
+		}
+		log_debug("scan probing: pid %u (%s) %s", s->tgid, s->comm, s->path);
+	} else {
+		int why = start_opening(s, ev);
+		if (why) {
+			free(s);
+			return skip(m, ev, (enum da_skip_reason)why);
+		}
 	}
 	s->next = m->scans;
 	m->scans = s;
 	m->nscans++;
-	m->active++;
-	m->st->scans_started++;
 	update_timer(m);
-	log_info("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
-		 s->order == DIRAHEAD_ORDER_NAME ? "name" : s->order == DIRAHEAD_ORDER_INODE ? "inode" : "readdir");
+}
+
+/* The probe is over (its PROGRESS event): prefetch, or leave the program alone. */
+static void end_probe(struct scan *s, const struct dirahead_event *ev)
+{
+	struct scan_mgr *m = s->mgr;
+	struct pol_sample now;
+	struct pol_cost cost;
+	pol_sample_of(&now, ev);
+	/* the stretch after the SCAN event: sys_enter timing is attached from then on */
+	pol_cost_between(&s->at_scan, &now, &cost);
+	if (cost.lat_ns < 0 && cost.gap_ns < 0)
+		pol_cost_between(NULL, &now, &cost);
+	struct pol_fs *fs = scan_fs(s);
+	if (policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST) {
+		log_debug("scan of %s by pid %u: stats cost %.1f us (%s), prefetch pays above %.1f us",
+			  s->path, s->tgid, (cost.lat_ns >= 0 ? cost.lat_ns : cost.gap_ns) / 1e3,
+			  cost.lat_ns >= 0 ? "timed" : "progress rate", policy_threshold_ns(m->pol, fs) / 1e3);
+		return drop_probing(s, ev, DA_SKIP_FAST);
+	}
+	s->before = cost;
+	int why = start_opening(s, ev);
+	if (why)
+		drop_probing(s, ev, (enum da_skip_reason)why);
 }
 
 static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -370,9 +490,10 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 			continue;
 		}
 		s->limit = s->app_pos + s->window;
+		s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
 		struct dirahead_dir_opts o = {
 			.size = sizeof(o), .order = s->order, .limit = s->limit,
-			.depth = m->cfg.depth_per_scan, .data = s,
+			.depth = s->depth, .data = s,
 		};
 		s->dir = dirahead_dir_submit(m->engine, r.fd, &o);
 		close(r.fd);
@@ -386,12 +507,64 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
+/*
+ * The pay-off rule, once per gain_stats stats while prefetching (and at the end, for a scan too
+ * short for one full stretch): did the program's stats get cheaper?  false: end it as no_gain.
+ */
+static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final)
+{
+	struct scan_mgr *m = s->mgr;
+	struct pol_sample now;
+	pol_sample_of(&now, ev);
+	if (!policy_enabled(m->pol) || s->state == SCAN_PROBING || s->state == SCAN_OPENING)
+		return true;
+	if (!s->judging) {
+		/* the first event while prefetching opens the first stretch */
+		s->judging = true;
+		s->judge_from = now;
+		s->late_from = s->late;
+		return true;
+	}
+	uint64_t n = now.stats - s->judge_from.stats, need = policy_gain_stats(m->pol);
+	if (n < need && !(final && !s->judged && n >= need / 4))
+		return true;
+	struct pol_cost after;
+	pol_cost_between(&s->judge_from, &now, &after);
+	double late = n ? (double)(s->late - s->late_from) / (double)n : 0;
+	struct pol_fs *fs = scan_fs(s);
+	bool ok = policy_judge(m->pol, fs, &s->before, &after, late, now_ns());
+	double b = s->before.lat_ns > 0 && after.lat_ns >= 0 ? s->before.lat_ns : s->before.gap_ns;
+	double a = s->before.lat_ns > 0 && after.lat_ns >= 0 ? after.lat_ns : after.gap_ns;
+	if (b > 0 && a >= 0) {
+		m->st->judged++;
+		m->st->judged_before_s += b / 1e9;
+		m->st->judged_after_s += a / 1e9;
+	}
+	log_debug("scan of %s by pid %u: stats cost %.1f us before, %.1f us with prefetch: %s, depth %u",
+		  s->path, s->tgid, b / 1e3, a / 1e3, ok ? "pays" : "no gain", policy_depth(m->pol, fs));
+	s->judged = true;
+	s->judge_from = now;
+	s->late_from = s->late;
+	unsigned depth = policy_depth(m->pol, fs);
+	if (ok && s->dir && depth != s->depth) {
+		s->depth = depth;
+		dirahead_dir_set_depth(s->dir, depth);
+	}
+	return ok;
+}
+
 static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, bool final)
 {
 	struct scan *s = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
 	if (!s || s->ending >= 0)
 		return;
 	m->st->progress_events += !final;
+	if (s->state == SCAN_PROBING) {
+		s->last_ns = now_ns();
+		if (!final)
+			end_probe(s, ev);
+		return;
+	}
 	uint64_t delta = ev->stats > s->stats_seen ? ev->stats - s->stats_seen : 0;
 	s->stats_seen = ev->stats;
 	s->last_ns = now_ns();
@@ -417,6 +590,9 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 			pos = (uint64_t)idx + 1;
 		kind = pos <= s->completed ? HIT : pos <= s->limit ? LATE : MISS;
 	}
+	/* Did its stats since the last event walk through the entries in our order (as opposed to
+	 * a few names picked here and there: imports, completion)? */
+	bool sequential = pos > s->app_pos && pos - s->app_pos <= 2 * delta;
 	if (pos > s->app_pos)
 		s->app_pos = pos;
 	if (kind == HIT) {
@@ -424,11 +600,17 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		m->st->hits += delta;
 		s->consecutive_misses = 0;
 	} else if (kind == LATE) {
+		s->late += delta;
 		m->st->late += delta;
 	} else {
 		s->misses += delta;
 		m->st->misses += delta;
 		s->consecutive_misses += delta;
+	}
+	if (!pays_off(s, ev, final)) {
+		if (!final)
+			end_scan(s, DA_END_NO_GAIN);
+		return;
 	}
 	if (final || s->state != SCAN_PREFETCHING)
 		return;
@@ -440,9 +622,11 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	if (s->consecutive_misses > m->cfg.stop_consecutive_misses)
 		return end_scan(s, DA_END_MISSES);
 
-	/* Lustre's window: grow while prefetched entries are used. */
+	/* Lustre's window: grow while prefetched entries are used, that is while the program's
+	 * stats walk through what was fetched: a program that stats a few names of a big
+	 * directory (imports, completion) keeps the first window. */
 	uint32_t old_step = progress_step(s);
-	if (kind != MISS && s->window < m->cfg.window_max)
+	if (kind != MISS && sequential && s->window < m->cfg.window_max)
 		s->window = s->window * 2 > m->cfg.window_max ? m->cfg.window_max : s->window * 2;
 	uint64_t limit = s->app_pos + s->window;
 	if (limit > s->limit) {
@@ -458,6 +642,8 @@ static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	struct scan *s = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
 	if (!s || s->ending >= 0)
 		return;
+	if (s->state == SCAN_PROBING)
+		return drop_probing(s, NULL, DA_SKIP_PROBE_ENDED); /* BPF has forgotten it already */
 	on_progress(m, ev, true);
 	enum da_end_reason why;
 	if (s->state == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT)
@@ -498,6 +684,44 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 	}
 	s->completed++;
 	da_stats_latency(m->st, c->latency_ns);
+	m->completed_total++;
+	if (policy_enabled(m->pol)) {
+		policy_account_latency(scan_fs(s), c->latency_ns);
+		if (m->tick_fs == 0) {
+			m->tick_fs = 1;
+			m->tick_major = s->dev_major;
+			m->tick_minor = s->dev_minor;
+			m->tick_magic = s->magic;
+		} else if (m->tick_major != s->dev_major || m->tick_minor != s->dev_minor) {
+			m->tick_fs = 2;
+		}
+	}
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	/* the whole process: io-wq workers and engine threads are threads of it */
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* What a prefetched entry costs the daemon: its CPU time over the entries completed meanwhile. */
+static void account_cpu(struct scan_mgr *m)
+{
+	uint64_t cpu = cpu_ns(), n = m->completed_total - m->completed_from;
+	if (n >= 32 || !m->tick_fs) {
+		/* enough to stand for a figure, or CPU spent on no prefetch at all (probes, events) */
+		if (n >= 32) {
+			struct pol_fs *fs = m->tick_fs == 1 ? policy_fs(m->pol, m->tick_major, m->tick_minor,
+									 m->tick_magic, now_ns()) : NULL;
+			policy_account_cpu(m->pol, fs, cpu - m->cpu_from_ns, n);
+		}
+		m->cpu_from_ns = cpu;
+		m->completed_from = m->completed_total;
+		m->tick_fs = 0;
+	}
 }
 
 static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, void *data)
@@ -543,6 +767,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 		if (s->ending < 0 && t - s->last_ns > idle)
 			end_scan(s, s->state == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
 	}
+	account_cpu(m);
 	sd_event_source_set_time(src, usec + 250000);
 	return 0;
 }
@@ -560,6 +785,12 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	m->det = det;
 	m->st = st;
 	m->opener_pipe[0] = m->opener_pipe[1] = -1;
+	m->pol = policy_new(cfg);
+	if (!m->pol) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	m->cpu_from_ns = cpu_ns();
 	struct dirahead_engine_opts eo = {
 		.size = sizeof(eo), .backend = cfg->engine, .depth = cfg->depth_total,
 		.dir_depth = cfg->depth_per_scan, .on_complete = on_complete,
@@ -595,6 +826,7 @@ fail:
 void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
 {
 	m->cfg = *cfg;
+	policy_reconfigure(m->pol, cfg);
 	if (!cfg->enabled) {
 		struct scan *s, *next;
 		for (s = m->scans; s; s = next) {
@@ -612,6 +844,8 @@ uint64_t scan_mgr_inflight(const struct scan_mgr *m)
 	dirahead_engine_get_stats(m->engine, &es);
 	return es.inflight;
 }
+
+struct policy *scan_mgr_policy(struct scan_mgr *m) { return m->pol; }
 
 const char *scan_mgr_backend(const struct scan_mgr *m)
 {
@@ -655,6 +889,7 @@ void scan_mgr_free(struct scan_mgr *m)
 	sd_event_source_disable_unref(m->timer_src);
 	if (m->opener_pipe[0] >= 0)
 		close(m->opener_pipe[0]);
+	policy_free(m->pol);
 	/* The write end stays open: a detached opener stuck on a hung filesystem may still write. */
 	free(m);
 }

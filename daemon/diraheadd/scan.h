@@ -26,7 +26,7 @@ struct scan_info {
 	uint64_t app_pos;     /* how far the application got (entries) */
 	uint64_t window;
 	uint64_t hits, misses;
-	const char *state;    /* opening, prefetching, following */
+	const char *state;    /* probing, opening, prefetching, following */
 	double age_s;
 };
 
@@ -39,6 +39,8 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
 uint64_t scan_mgr_inflight(const struct scan_mgr *m);
 const char *scan_mgr_backend(const struct scan_mgr *m);
+/* The cost model's per-filesystem memory (policy.h), for stats and metrics. */
+struct policy *scan_mgr_policy(struct scan_mgr *m);
 void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx);
 /* Ends every scan (reason SHUTDOWN) and frees; never waits for a hung filesystem. */
 void scan_mgr_free(struct scan_mgr *m);

@@ -15,7 +15,8 @@
 	X(MISSES, "consecutive_misses")                                                            \
 	X(VANISHED, "directory_gone")  /* removed, renamed or unreadable mid-way */               \
 	X(EVICTED, "evicted")          /* the detector dropped its state */                       \
-	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */
+	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */                   \
+	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */
 
 /* Why a confirmed scan was not prefetched. */
 #define DA_SKIP_REASONS(X)                                                                         \
@@ -27,7 +28,10 @@
 	X(MISMATCH, "mismatch")        /* what opened was not the directory BPF saw */             \
 	X(SMALL, "small")              /* below min_dir_size */                                    \
 	X(ENGINE, "engine")            /* the engine refused it */                                 \
-	X(DRY_RUN, "dry_run")
+	X(DRY_RUN, "dry_run")                                                                      \
+	X(FAST, "fast_stats")          /* the program's stats already cost less than prefetch */  \
+	X(FS_NO_GAIN, "fs_no_gain")    /* prefetch did not pay on this filesystem lately */        \
+	X(PROBE_ENDED, "probe_ended")  /* the program was done before the probe was */
 
 #define X_ENUM(e, s) DA_END_##e,
 enum da_end_reason { DA_END_REASONS(X_ENUM) DA_END_MAX };
@@ -52,6 +56,11 @@ struct da_stats {
 	uint64_t misses;                 /* ... ahead of the window */
 	uint64_t errors[DA_ERR_MAX];
 	uint64_t progress_events;
+	uint64_t scans_muted;            /* scans the cost model muted in BPF */
+	uint64_t entries_wasted;         /* prefetched, scan over, never found by the program */
+	/* the program's per-stat cost in judged stretches, without and with prefetch */
+	double judged_before_s, judged_after_s;
+	uint64_t judged;
 	uint64_t reloads_ok, reloads_failed;
 	/* prefetch request latency: cumulative-on-output buckets, upper bounds da_latency_bounds */
 	uint64_t lat_bucket[DA_LAT_BUCKETS + 1];

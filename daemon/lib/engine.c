@@ -1045,6 +1045,17 @@ int dirahead_dir_set_limit(struct dirahead_dir *d, uint64_t limit)
 	return 0;
 }
 
+int dirahead_dir_set_depth(struct dirahead_dir *d, unsigned int depth)
+{
+	if (!d)
+		return -EINVAL;
+	d->depth = depth ? depth : d->e->o.dir_depth;
+	if (d->depth > d->e->o.depth)
+		d->depth = d->e->o.depth;
+	kick(d->e);
+	return 0;
+}
+
 int64_t dirahead_dir_find(struct dirahead_dir *d, const char *name)
 {
 	int64_t i;

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+#include "policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const pol_verdict_names[POL_VERDICT_MAX] = {
+	[POL_UNKNOWN] = "unknown", [POL_PAYS] = "pays", [POL_NO_GAIN] = "no_gain", [POL_FAST] = "fast",
+};
+
+/* Timed stats needed before their mean stands for the stretch (else the progress rate does). */
+#define MIN_TIMED 4
+/* Backoff of the re-probe interval of a no_gain filesystem: 1x, 2x ... this. */
+#define MAX_BACKOFF 16
+/* "Changes clearly": a program cost this many times above (or below) the one no_gain was
+ * decided at means the filesystem behaves differently now (caches went cold, the server slowed):
+ * re-probe at once. */
+#define CHANGE_FACTOR 4.0
+/* A FAST verdict is trusted this long; after that a fast-looking scan is probed again. */
+#define FAST_TRUST_NS (10ull * 1000000000ull)
+
+struct policy {
+	struct da_config cfg; /* shallow copy: only scalars are read */
+	struct pol_fs *fs;    /* array of cap, n used */
+	unsigned n, cap;
+	double cost_ns;       /* EWMA of CPU per prefetched entry, all filesystems; 0: unmeasured */
+};
+
+static double ewma(double old, double x, double alpha)
+{
+	return old > 0 ? old + alpha * (x - old) : x;
+}
+
+struct policy *policy_new(const struct da_config *cfg)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->cfg = *cfg;
+	p->cap = cfg->max_filesystems ? cfg->max_filesystems : 1;
+	p->fs = calloc(p->cap, sizeof(*p->fs));
+	if (!p->fs) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void policy_free(struct policy *p)
+{
+	if (!p)
+		return;
+	free(p->fs);
+	free(p);
+}
+
+void policy_reconfigure(struct policy *p, const struct da_config *cfg)
+{
+	unsigned cap = cfg->max_filesystems ? cfg->max_filesystems : 1;
+	if (cap != p->cap) {
+		struct pol_fs *nfs = calloc(cap, sizeof(*nfs));
+		if (nfs) {
+			/* keep the most recently used ones */
+			unsigned keep = p->n < cap ? p->n : cap;
+			for (unsigned k = 0; k < keep; k++) {
+				unsigned best = 0;
+				for (unsigned i = 1; i < p->n; i++)
+					if (p->fs[i].last_ns > p->fs[best].last_ns)
+						best = i;
+				nfs[k] = p->fs[best];
+				p->fs[best].last_ns = 0;
+			}
+			free(p->fs);
+			p->fs = nfs;
+			p->n = keep;
+			p->cap = cap;
+		}
+	}
+	p->cfg = *cfg;
+}
+
+bool policy_enabled(const struct policy *p) { return p->cfg.policy_enabled; }
+unsigned policy_gain_stats(const struct policy *p) { return p->cfg.gain_stats; }
+unsigned policy_probe_stats(const struct policy *p) { return p->cfg.probe_stats; }
+unsigned policy_mute_ms(const struct policy *p) { return p->cfg.mute_ms; }
+
+void pol_sample_of(struct pol_sample *s, const struct dirahead_event *ev)
+{
+	*s = (struct pol_sample){ .stats = ev->stats, .t_first = ev->stat_first_ns,
+				  .t_last = ev->stat_last_ns, .lat_sum = ev->lat_sum_ns,
+				  .lat_n = ev->lat_count };
+}
+
+void pol_cost_between(const struct pol_sample *from, const struct pol_sample *to, struct pol_cost *c)
+{
+	c->lat_ns = c->gap_ns = -1;
+	if (!from) {
+		/* from the first stat: its own duration counts, the interval starts at its end */
+		if (to->lat_n >= MIN_TIMED || (to->lat_n && to->lat_n == to->stats))
+			c->lat_ns = (double)to->lat_sum / (double)to->lat_n;
+		if (to->stats >= 2 && to->t_last > to->t_first)
+			c->gap_ns = (double)(to->t_last - to->t_first) / (double)(to->stats - 1);
+		return;
+	}
+	if (to->lat_n >= from->lat_n + MIN_TIMED)
+		c->lat_ns = (double)(to->lat_sum - from->lat_sum) / (double)(to->lat_n - from->lat_n);
+	if (to->stats > from->stats && to->t_last > from->t_last)
+		c->gap_ns = (double)(to->t_last - from->t_last) / (double)(to->stats - from->stats);
+}
+
+/* One figure for a cost: the stats' own duration where timed, else the progress rate. */
+static double cost_value(const struct pol_cost *c)
+{
+	return c->lat_ns >= 0 ? c->lat_ns : c->gap_ns;
+}
+
+struct pol_fs *policy_fs(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+			 uint64_t now)
+{
+	unsigned lru = 0;
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pol_fs *f = &p->fs[i];
+		if (f->dev_major == dev_major && f->dev_minor == dev_minor) {
+			if (f->magic != magic) /* another filesystem got the device number */
+				break;
+			f->last_ns = now;
+			return f;
+		}
+		if (f->last_ns < p->fs[lru].last_ns)
+			lru = i;
+	}
+	/* the same device with another magic is reused in place; else a free slot or the LRU */
+	unsigned i;
+	for (i = 0; i < p->n; i++)
+		if (p->fs[i].dev_major == dev_major && p->fs[i].dev_minor == dev_minor)
+			break;
+	if (i == p->n)
+		i = p->n < p->cap ? p->n++ : lru;
+	struct pol_fs *f = &p->fs[i];
+	*f = (struct pol_fs){ .dev_major = dev_major, .dev_minor = dev_minor, .magic = magic,
+			      .backoff = 1, .last_ns = now };
+	return f;
+}
+
+double policy_entry_cost_ns(const struct policy *p)
+{
+	return p->cost_ns > 0 ? p->cost_ns : (double)p->cfg.entry_cost_us * 1000.0;
+}
+
+double policy_threshold_ns(const struct policy *p, const struct pol_fs *fs)
+{
+	double cost = fs->cost_ns > 0 ? fs->cost_ns : policy_entry_cost_ns(p);
+	return p->cfg.start_factor * cost;
+}
+
+enum pol_action policy_on_scan(struct policy *p, struct pol_fs *fs, const struct pol_cost *c,
+			       uint64_t now)
+{
+	double v = cost_value(c), thr = policy_threshold_ns(p, fs);
+	fs->scans++;
+	if (fs->verdict == POL_NO_GAIN) {
+		bool changed = v > 0 && fs->no_gain_cost_ns > 0 &&
+			       (v > CHANGE_FACTOR * fs->no_gain_cost_ns ||
+				v * CHANGE_FACTOR < fs->no_gain_cost_ns);
+		if (now < fs->reprobe_ns && !changed) {
+			fs->skipped_no_gain++;
+			return POL_SKIP_NO_GAIN;
+		}
+		fs->reprobes++;
+		return POL_PROBE;
+	}
+	if (v >= thr && fs->verdict == POL_PAYS)
+		return POL_START; /* known to pay, and this scan is slow too: no delay */
+	if (v >= 0 && v < thr && fs->verdict == POL_FAST && now - fs->verdict_ns < FAST_TRUST_NS) {
+		fs->skipped_fast++;
+		return POL_SKIP_FAST;
+	}
+	return POL_PROBE;
+}
+
+enum pol_action policy_after_probe(struct policy *p, struct pol_fs *fs, const struct pol_cost *c,
+				   uint64_t now)
+{
+	double v = cost_value(c);
+	if (v >= 0 && v < policy_threshold_ns(p, fs)) {
+		fs->verdict = POL_FAST;
+		fs->verdict_ns = now;
+		fs->skipped_fast++;
+		fs->before_ns = ewma(fs->before_ns, v, 0.25);
+		return POL_SKIP_FAST;
+	}
+	return POL_START;
+}
+
+unsigned policy_depth(const struct policy *p, const struct pol_fs *fs)
+{
+	unsigned max = p->cfg.depth_per_scan, min = p->cfg.depth_min < max ? p->cfg.depth_min : max;
+	unsigned d = fs->depth ? fs->depth : max / 4;
+	return d < min ? min : d > max ? max : d;
+}
+
+bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
+		  const struct pol_cost *after, double late_frac, uint64_t now)
+{
+	/* compare like with like: durations if both stretches were timed, else progress rates */
+	double b, a;
+	if (before->lat_ns > 0 && after->lat_ns >= 0) {
+		b = before->lat_ns;
+		a = after->lat_ns;
+	} else {
+		b = before->gap_ns;
+		a = after->gap_ns;
+	}
+	if (b <= 0 || a < 0)
+		return true; /* nothing to judge by: the hit-ratio rules still stand */
+	unsigned max = p->cfg.depth_per_scan, min = p->cfg.depth_min < max ? p->cfg.depth_min : max;
+	unsigned depth = policy_depth(p, fs);
+	fs->before_ns = ewma(fs->before_ns, b, 0.25);
+	fs->after_ns = ewma(fs->after_ns, a, 0.25);
+	if (b >= p->cfg.min_gain * (a > 1 ? a : 1)) {
+		fs->verdict = POL_PAYS;
+		fs->verdict_ns = now;
+		fs->backoff = 1;
+		fs->gained++;
+		/* The program still waits for requests in flight: more at once would help, unless the
+		 * last raise made the filesystem answer clearly slower (it is saturating): then back. */
+		bool saturating = fs->raised_at_lat_ns > 0 && fs->pf_lat_ns > 2 * fs->raised_at_lat_ns;
+		if (saturating) {
+			depth = depth * 3 / 4;
+			fs->raised_at_lat_ns = 0;
+		} else if ((late_frac > 0.2 || a * depth < 1.5 * fs->pf_lat_ns) && depth < max) {
+			/* (or the program goes as fast as `depth` requests of pf_lat_ns each allow:
+			 * we are what it waits for) */
+			fs->raised_at_lat_ns = fs->pf_lat_ns;
+			depth *= 2;
+		}
+		fs->depth = depth < min ? min : depth > max ? max : depth;
+		return true;
+	}
+	fs->verdict = POL_NO_GAIN;
+	fs->verdict_ns = now;
+	fs->no_gain++;
+	fs->no_gain_cost_ns = b;
+	fs->raised_at_lat_ns = 0;
+	fs->reprobe_ns = now + (uint64_t)p->cfg.reprobe_s * fs->backoff * 1000000000ull;
+	if (fs->backoff < MAX_BACKOFF)
+		fs->backoff *= 2;
+	depth /= 2;
+	fs->depth = depth < min ? min : depth;
+	return false;
+}
+
+void policy_account_cpu(struct policy *p, struct pol_fs *fs, uint64_t cpu_ns, uint64_t entries)
+{
+	if (entries < 32)
+		return; /* too few to stand for a per-entry figure */
+	double x = (double)cpu_ns / (double)entries;
+	/* bounds: a stat costs at least a syscall, and the event loop's idle overhead spread over
+	 * few entries must not make a filesystem look expensive forever */
+	if (x < 500)
+		x = 500;
+	if (x > 1e6)
+		x = 1e6;
+	p->cost_ns = ewma(p->cost_ns, x, 0.25);
+	if (fs)
+		fs->cost_ns = ewma(fs->cost_ns, x, 0.25);
+}
+
+void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns)
+{
+	fs->pf_lat_ns = ewma(fs->pf_lat_ns, (double)latency_ns, 0.1);
+}
+
+void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx)
+{
+	/* small (max_filesystems): a selection by last use each time is fine */
+	bool *done = calloc(p->n ? p->n : 1, sizeof(*done));
+	if (!done)
+		return;
+	for (unsigned k = 0; k < p->n; k++) {
+		int best = -1;
+		for (unsigned i = 0; i < p->n; i++)
+			if (!done[i] && (best < 0 || p->fs[i].last_ns > p->fs[best].last_ns))
+				best = (int)i;
+		done[best] = true;
+		fn(&p->fs[best], ctx);
+	}
+	free(done);
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The cost model ("do no harm"): decides, per scan and per filesystem, whether prefetching pays.
+ *
+ *   start rule   a confirmed scan whose stats already cost the program less than start_factor x
+ *                what a prefetched entry costs the daemon (measured) is not prefetched, and muted;
+ *   pay-off rule once prefetching, the program's per-stat cost must fall by min_gain within
+ *                gain_stats stats, or the scan ends as no_gain;
+ *   memory       per filesystem (superblock): the verdict, the depth that worked, the program's
+ *                cost before and with prefetch, the daemon's cost per entry.  A filesystem where
+ *                prefetch did not pay is skipped at the SCAN event until reprobe_s has passed
+ *                (doubling on each failure), or at once when the program's cost there changes
+ *                clearly (caches went cold).
+ *
+ * Pure bookkeeping: no I/O, no clock of its own (callers pass CLOCK_MONOTONIC ns), so the unit
+ * tests drive it directly.
+ */
+#ifndef DIRAHEAD_POLICY_H
+#define DIRAHEAD_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "config.h"
+#include "dirahead_event.h"
+
+enum pol_verdict {
+	POL_UNKNOWN = 0, /* nothing judged yet (or forgotten) */
+	POL_PAYS,        /* the last judged scan gained */
+	POL_NO_GAIN,     /* the last judged scan did not: skip until re-probe */
+	POL_FAST,        /* the last probe found stats already cheaper than prefetch */
+	POL_VERDICT_MAX,
+};
+extern const char *const pol_verdict_names[POL_VERDICT_MAX];
+
+enum pol_action {
+	POL_START,        /* prefetch now */
+	POL_PROBE,        /* time probe_stats more stats first, then policy_after_probe() */
+	POL_SKIP_FAST,    /* the program's stats are already fast: mute */
+	POL_SKIP_NO_GAIN, /* this filesystem's verdict is no_gain: mute */
+};
+
+/* A scan's cumulative signals from one event (see struct dirahead_event). */
+struct pol_sample {
+	uint64_t stats, t_first, t_last, lat_sum, lat_n;
+};
+
+/* The program's mean cost per stat over a stretch of a scan; < 0: not enough data. */
+struct pol_cost {
+	double lat_ns; /* mean duration of the stats sys_enter timed */
+	double gap_ns; /* mean time from one matched stat to the next (the progress rate) */
+};
+
+struct pol_fs {
+	uint32_t dev_major, dev_minor;
+	uint64_t magic;
+	enum pol_verdict verdict;
+	uint64_t verdict_ns;       /* when it was set */
+	uint64_t reprobe_ns;       /* NO_GAIN: not before this */
+	unsigned backoff;          /* reprobe_s multiplier: 1, 2, 4 ... 16 */
+	double no_gain_cost_ns;    /* the program's cost when no_gain was decided */
+	unsigned depth;            /* requests in flight per scan that worked here */
+	double before_ns, after_ns;/* EWMA of the program's cost without and with prefetch */
+	double cost_ns;            /* EWMA of the daemon's CPU per prefetched entry here; 0: unmeasured */
+	double pf_lat_ns;          /* EWMA of the prefetch request latency */
+	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
+	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
+	uint64_t last_ns;          /* last use, for eviction */
+};
+
+struct policy;
+
+struct policy *policy_new(const struct da_config *cfg);
+void policy_free(struct policy *p);
+/* The config changed: knobs apply from now; what was learned stays. */
+void policy_reconfigure(struct policy *p, const struct da_config *cfg);
+bool policy_enabled(const struct policy *p);
+
+void pol_sample_of(struct pol_sample *s, const struct dirahead_event *ev);
+/* Cost between two samples of one scan; from == NULL: from the scan's first stat. */
+void pol_cost_between(const struct pol_sample *from, const struct pol_sample *to, struct pol_cost *c);
+
+/* The filesystem's state, created (evicting the least recently used) if new.  Never NULL. */
+struct pol_fs *policy_fs(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+			 uint64_t now);
+/* The least per-stat cost of the program that prefetch can beat on this filesystem. */
+double policy_threshold_ns(const struct policy *p, const struct pol_fs *fs);
+
+/* At the SCAN event: c is the cost of the confirming stats. */
+enum pol_action policy_on_scan(struct policy *p, struct pol_fs *fs, const struct pol_cost *c,
+			       uint64_t now);
+/* At the end of the probe: POL_START or POL_SKIP_FAST. */
+enum pol_action policy_after_probe(struct policy *p, struct pol_fs *fs, const struct pol_cost *c,
+				   uint64_t now);
+/* Depth for a scan starting now. */
+unsigned policy_depth(const struct policy *p, const struct pol_fs *fs);
+
+/*
+ * The pay-off rule, for a stretch of gain_stats stats while prefetching: before and after are
+ * the program's costs without and with prefetch; late_frac is the share of its stats that found
+ * their entry still in flight.  Returns true if prefetch pays (go on), false for no_gain (end).
+ * Updates the verdict and the depth.
+ */
+bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
+		  const struct pol_cost *after, double late_frac, uint64_t now);
+/* Stats after prefetch started before each judgment. */
+unsigned policy_gain_stats(const struct policy *p);
+unsigned policy_probe_stats(const struct policy *p);
+unsigned policy_mute_ms(const struct policy *p);
+
+/* The daemon's CPU time spent over a stretch in which `entries` prefetches completed; `fs` is
+ * the filesystem they all belong to, or NULL if several. */
+void policy_account_cpu(struct policy *p, struct pol_fs *fs, uint64_t cpu_ns, uint64_t entries);
+/* A prefetch request on fs completed after latency_ns. */
+void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns);
+
+/* Every remembered filesystem, most recently used first. */
+void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);
+/* The measured CPU per prefetched entry (all filesystems), or the configured prior. */
+double policy_entry_cost_ns(const struct policy *p);
+
+#endif
