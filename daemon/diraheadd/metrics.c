@@ -66,6 +66,12 @@ static void fs_line(const struct pol_fs *fs, void *ctx)
 	}
 }
 
+static void count_fs(const struct pol_fs *fs, void *ctx)
+{
+	(void)fs;
+	++*(unsigned *)ctx;
+}
+
 static void one(FILE *f, const char *name, const char *type, const char *help, unsigned long long v)
 {
 	head(f, name, type, help);
@@ -146,10 +152,10 @@ char *metrics_text(struct daemon *d)
 	one(f, "dirahead_payoff_judgments_total", "counter",
 	    "Pay-off judgments: stretches of gain_stats stats compared with the program's cost before prefetch.",
 	    s->judged);
-	head(f, "dirahead_payoff_app_stat_seconds_sum", "counter",
+	head(f, "dirahead_payoff_app_stat_seconds_total", "counter",
 	     "Sum over pay-off judgments of the program's mean cost per stat, before and with prefetch (divide by dirahead_payoff_judgments_total).");
-	fprintf(f, "dirahead_payoff_app_stat_seconds_sum{phase=\"before\"} %.9f\n", s->judged_before_s);
-	fprintf(f, "dirahead_payoff_app_stat_seconds_sum{phase=\"prefetch\"} %.9f\n", s->judged_after_s);
+	fprintf(f, "dirahead_payoff_app_stat_seconds_total{phase=\"before\"} %.9f\n", s->judged_before_s);
+	fprintf(f, "dirahead_payoff_app_stat_seconds_total{phase=\"prefetch\"} %.9f\n", s->judged_after_s);
 	head(f, "dirahead_entry_cost_seconds", "gauge",
 	     "The daemon's CPU time per prefetched entry (measured; the configured prior until then).");
 	fprintf(f, "dirahead_entry_cost_seconds %.9f\n", policy_entry_cost_ns(scan_mgr_policy(d->mgr)) / 1e9);
@@ -165,7 +171,9 @@ char *metrics_text(struct daemon *d)
 		{ "dirahead_filesystem_decisions_total", "counter",
 		  "The cost model's decisions per filesystem." },
 	};
-	for (int w = 0; w < 5; w++) {
+	unsigned nfs = 0;
+	policy_foreach(scan_mgr_policy(d->mgr), count_fs, &nfs);
+	for (int w = 0; w < 5 && nfs; w++) { /* no family without samples */
 		struct fs_ctx c = { f, w };
 		head(f, fsm[w].name, fsm[w].type, fsm[w].help);
 		policy_foreach(scan_mgr_policy(d->mgr), fs_line, &c);

@@ -28,7 +28,9 @@ on_exit kill_hung
 
 # Both engines: io_uring's workers and the thread pool are stuck differently.
 for engine in "${ENGINES[@]}"; do
-	printf '[metrics]\naddress =\n[prefetch]\nengine = %s\n' "$engine" >"$DAEMON_CONF"
+	# depth_min = depth_per_scan: every scan keeps 64 requests in flight from the start (no
+	# adaptive ramp), so the two stuck scans hold what this test is about
+	printf '[metrics]\naddress =\n[prefetch]\nengine = %s\n[policy]\ndepth_min = 64\n' "$engine" >"$DAEMON_CONF"
 	daemon_start
 	# A stalled slowfs keeps the daemon from exiting (its requests cannot be interrupted):
 	# release it before the daemon is stopped, also when the test fails.

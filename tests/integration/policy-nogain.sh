@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# The cost model's pay-off rule and its per-filesystem memory, on slowfs without
+# FUSE_PARALLEL_DIROPS (the kernel serializes lookups in a directory, as with sshfs: prefetch
+# only queues in front of the program's own lookups):
+# - `ls -l` of 2,000 entries (500 us a lookup): the scan is prefetched, does not make the
+#   program's stats cheaper and ends as no_gain; the filesystem's verdict becomes no_gain;
+#   the program is not slower than without the daemon by more than noise (10% + 100 ms);
+# - the next scan there is skipped at once (fs_no_gain), nothing prefetched for it;
+# - the verdict survives a config reload (SIGHUP);
+# - after reprobe_s the filesystem is probed again (reprobes counted, backoff doubles: a
+#   second failure is remembered for longer);
+# - invalid [policy] values are refused by --check-config (more in config-errors.sh).
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/daemon.sh"
+need_root
+
+N=2000
+for d in off on again reload probe later; do make_files "$T/back/$d" $N; done
+ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 3\n' >"$DAEMON_CONF"
+slowfs_mount "$T/back" "$T/mnt" --latency-us 500 --no-parallel-dirops
+grep -q 'parallel_dirops=0' "$SLOWFS_LOG" 2>/dev/null || info "(slowfs log does not show the INIT flags)"
+dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
+
+timed_ls() { # DIR: ls -l it as dra-ls, print the milliseconds it took
+	local t0
+	t0=$(now_ms)
+	"$T/dra-ls" -l "$1" >/dev/null
+	echo $(($(now_ms) - t0))
+}
+
+off=$(timed_ls "$T/mnt/off")
+info "ls -l without the daemon: $off ms"
+daemon_start
+on=$(timed_ls "$T/mnt/on")
+info "ls -l with the daemon (first scan on this filesystem): $on ms"
+ctl stats | grep -E 'no_gain|prefetched|muted|judgments|app_stat|filesystems' || true
+assert_eq "$(daemon_stat scans_ended.no_gain)" 1 "scans ended as no_gain"
+assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict of slowfs without parallel lookups"
+assert_le "$on" $((off * 110 / 100 + 100)) "ls -l with the daemon (ms) against $off ms without"
+wasted=$(daemon_stat entries_prefetched)
+assert_le "$wasted" 400 "entries prefetched before the scan was judged"
+
+again=$(timed_ls "$T/mnt/again")
+info "ls -l again: $again ms"
+assert_eq "$(daemon_stat skips.fs_no_gain)" 1 "the next scan is skipped as fs_no_gain"
+assert_eq "$(daemon_stat entries_prefetched)" "$wasted" "entries prefetched for the skipped scan"
+assert_eq "$(daemon_stat "filesystems.$dev.skipped_no_gain")" 1 "skips counted for the filesystem"
+
+kill -HUP "$DAEMON_PID"
+reloaded() { [ "$(daemon_stat reloads_ok)" -ge 1 ]; }
+wait_for 5 reloaded
+assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict after a reload"
+timed_ls "$T/mnt/reload" >/dev/null
+assert_eq "$(daemon_stat skips.fs_no_gain)" 2 "skipped as fs_no_gain after the reload"
+
+sleep 3.2 # reprobe_s = 3
+timed_ls "$T/mnt/probe" >/dev/null
+assert_eq "$(daemon_stat "filesystems.$dev.reprobes")" 1 "re-probes after reprobe_s"
+assert_eq "$(daemon_stat scans_ended.no_gain)" 2 "the re-probe found no gain again"
+# the backoff doubled: 3 s later it is still skipped (6 s now)
+sleep 3.2
+timed_ls "$T/mnt/later" >/dev/null
+assert_eq "$(daemon_stat skips.fs_no_gain)" 3 "skipped within the doubled re-probe interval"
+daemon_stop
+
+printf '[policy]\nmin_gain = 0.5\n' >"$T/bad.conf"
+expect_exit 1 "$BUILD/diraheadd" --check-config --config "$T/bad.conf"
+assert_contains "$OUT" "bad.conf:2: [policy] min_gain" "error names the key"
