@@ -186,7 +186,8 @@ enum pol_action policy_after_probe(struct policy *p, struct pol_fs *fs, const st
 		fs->verdict = POL_FAST;
 		fs->verdict_ns = now;
 		fs->skipped_fast++;
-		fs->before_ns = ewma(fs->before_ns, v, 0.25);
+		if (c->gap_ns > 0)
+			fs->before_ns = ewma(fs->before_ns, c->gap_ns, 0.25);
 		return POL_SKIP_FAST;
 	}
 	return POL_START;
@@ -202,14 +203,16 @@ unsigned policy_depth(const struct policy *p, const struct pol_fs *fs)
 bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
 		  const struct pol_cost *after, double late_frac, uint64_t now)
 {
-	/* compare like with like: durations if both stretches were timed, else progress rates */
+	/* The program's time per stat, everything it waits for included: prefetch may make its
+	 * stats cheap and still slow it down (its CPU taken by our workers on a small machine, its
+	 * lookups queued behind ours).  Durations only where no rate was measured. */
 	double b, a;
-	if (before->lat_ns > 0 && after->lat_ns >= 0) {
-		b = before->lat_ns;
-		a = after->lat_ns;
-	} else {
+	if (before->gap_ns > 0 && after->gap_ns >= 0) {
 		b = before->gap_ns;
 		a = after->gap_ns;
+	} else {
+		b = before->lat_ns;
+		a = after->lat_ns;
 	}
 	if (b <= 0 || a < 0)
 		return true; /* nothing to judge by: the hit-ratio rules still stand */

@@ -387,8 +387,10 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 			return skip(m, ev, DA_SKIP_FAST);
 		if (act == POL_SKIP_NO_GAIN)
 			return skip(m, ev, DA_SKIP_FS_NO_GAIN);
-		if (cost.lat_ns < 0 && cost.gap_ns < 0)
-			cost.lat_ns = cost.gap_ns = fs->before_ns > 0 ? fs->before_ns : -1;
+		/* Started at once (the filesystem pays): one or two confirming stats are a poor
+		 * baseline for the pay-off rule; what programs took per stat here before is better. */
+		if (act == POL_START && fs->before_ns > 0)
+			cost.gap_ns = fs->before_ns;
 	}
 
 	struct scan *s = calloc(1, sizeof(*s));
@@ -533,8 +535,8 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	double late = n ? (double)(s->late - s->late_from) / (double)n : 0;
 	struct pol_fs *fs = scan_fs(s);
 	bool ok = policy_judge(m->pol, fs, &s->before, &after, late, now_ns());
-	double b = s->before.lat_ns > 0 && after.lat_ns >= 0 ? s->before.lat_ns : s->before.gap_ns;
-	double a = s->before.lat_ns > 0 && after.lat_ns >= 0 ? after.lat_ns : after.gap_ns;
+	double b = s->before.gap_ns > 0 && after.gap_ns >= 0 ? s->before.gap_ns : s->before.lat_ns;
+	double a = s->before.gap_ns > 0 && after.gap_ns >= 0 ? after.gap_ns : after.lat_ns;
 	if (b > 0 && a >= 0) {
 		m->st->judged++;
 		m->st->judged_before_s += b / 1e9;
