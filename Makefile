@@ -32,6 +32,9 @@ DEB_DEPS += mandoc debhelper lintian rpm
 DEB_DEPS += debootstrap systemd-container
 # make bench (tests/bench/): the runner, its chart, the local-filesystem scenarios
 DEB_DEPS += gnuplot-nox
+# make bench's sshfs scenarios: a private sshd on 127.0.0.1, the ssh client, sshfs, and useradd
+# and setpriv for the unprivileged user who mounts it
+DEB_DEPS += openssh-server openssh-client sshfs passwd
 
 pc = $(shell pkg-config $(1) $(2) 2>/dev/null)
 
