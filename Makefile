@@ -32,9 +32,10 @@ DEB_DEPS += mandoc debhelper lintian rpm
 DEB_DEPS += debootstrap systemd-container
 # make bench (tests/bench/): the runner, its chart, the local-filesystem scenarios
 DEB_DEPS += gnuplot-nox
-# make bench's sshfs scenarios: a private sshd on 127.0.0.1, the ssh client, sshfs, and useradd
-# and setpriv for the unprivileged user who mounts it
-DEB_DEPS += openssh-server openssh-client sshfs passwd
+# make bench's sshfs scenarios only (not make check: on a systemd host Debian's openssh-server
+# starts the system sshd): a private sshd on 127.0.0.1, the ssh client, sshfs, and useradd and
+# setpriv for the unprivileged user who mounts it
+BENCH_DEB_DEPS := openssh-server openssh-client sshfs passwd
 
 pc = $(shell pkg-config $(1) $(2) 2>/dev/null)
 
@@ -179,7 +180,7 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h) $(wildca
 	$(CC) $(CFLAGS) -c $< -o $@
 
 deps:
-	@missing=$$(for p in $(DEB_DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	@missing=$$(for p in $(DEB_DEPS) $(EXTRA_DEB_DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:" $$missing; \
@@ -204,6 +205,7 @@ BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop
 $(BUILD)/tests/bench/fstatat-loop: tests/bench/fstatat-loop.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+bench: EXTRA_DEB_DEPS = $(BENCH_DEB_DEPS)
 bench: deps
 	$(MAKE) all $(BENCH_TOOLS)
 	python3 tests/bench/bench.py --build $(BUILD) $(if $(QUICK),--quick)
