@@ -240,6 +240,14 @@ struct {
 	__type(value, struct dirahead_app_lat);
 } app_lat SEC(".maps");
 
+/*
+ * Processes with at least one directory being tracked (proc->nactive > 0).  Zero most of the
+ * time (scans are rare, muted ones leave nothing): then a stat costs one load, not a hash
+ * lookup.  A process evicted from `procs` with scans still counted leaves it too high, which
+ * only turns this shortcut off.
+ */
+volatile __u64 live_procs;
+
 static __always_inline void count(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
@@ -522,8 +530,8 @@ __noinline int end_scan(struct proc *p, __u32 tgid, int slot, __u32 reason)
 	key.dev = p->active[slot].dev;
 	key.ino = p->active[slot].ino;
 	p->active[slot].seq = 0;
-	if (p->nactive)
-		p->nactive--;
+	if (p->nactive && !--p->nactive)
+		__sync_fetch_and_add(&live_procs, -1);
 	sc = bpf_map_lookup_elem(&scans, &key);
 	if (sc && (sc->flags & SCAN_CONFIRMED)) {
 		ctl = bpf_map_lookup_elem(&scan_ctl, &key);
@@ -612,7 +620,8 @@ static __always_inline void switch_listing(struct proc *p, __u32 tgid, struct de
 		p->active[free_slot].seq = p->seq;
 		p->active[free_slot].dev = di->dev;
 		p->active[free_slot].ino = di->ino;
-		p->nactive++;
+		if (!p->nactive++)
+			__sync_fetch_and_add(&live_procs, 1);
 	}
 }
 
@@ -996,7 +1005,7 @@ static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
 	bool abs;
 	long n;
 
-	if (ret != 0)
+	if (ret != 0 || !live_procs)
 		return 0;
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p || !p->nactive)
@@ -1070,6 +1079,8 @@ static __always_inline int on_stat_enter(long nr)
 	struct stat_start *st;
 	struct proc *p;
 
+	if (!live_procs)
+		return 0;
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p || !p->nactive)
 		return 0;

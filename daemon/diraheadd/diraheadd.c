@@ -115,23 +115,25 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 }
 
 /*
- * The application stat latency histogram needs the detector's sys_enter program, which once
- * attached costs every syscall on the machine (about 20 ns here): it is attached at a scan and
- * detached when no scan has come for this long and none is running, or when disabled.
+ * Stat timing (the cost model's probes, and the application stat latency histogram) needs the
+ * detector's sys_enter program, which once attached costs every syscall on the machine (about
+ * 20 ns here, ~10% of a warm `ls -l`): it is attached when a probe cannot decide by the
+ * progress rate alone (the program takes long between stats: slow stats, or work of its own),
+ * and detached when no scan has been probing for this long, or when disabled.  The pay-off rule
+ * needs no timing (it judges the progress rate).
  */
-#define STAT_TIMING_IDLE_USEC (60ull * 1000000ull)
+#define STAT_TIMING_IDLE_USEC (2ull * 1000000ull)
 
-static void count_scan(const struct scan_info *i, void *ctx)
+static void count_probing(const struct scan_info *i, void *ctx)
 {
-	(void)i;
-	++*(unsigned *)ctx;
+	*(unsigned *)ctx += !strcmp(i->state, "probing");
 }
 
 static int on_timing_idle(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 	unsigned n = 0;
-	scan_mgr_foreach(d->mgr, count_scan, &n);
+	scan_mgr_foreach(d->mgr, count_probing, &n);
 	if (n && d->cfg.enabled) {
 		sd_event_source_set_time(s, usec + STAT_TIMING_IDLE_USEC);
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -160,11 +162,15 @@ static void stat_timing_scan(struct daemon *d)
 	sd_event_source_set_enabled(d->timing_src, SD_EVENT_ONESHOT);
 }
 
+/* The scan manager's probe wants the programs' stats timed. */
+static void want_timing(void *ctx)
+{
+	stat_timing_scan(ctx);
+}
+
 static int on_detector_event(const struct dirahead_event *ev, void *ctx)
 {
 	struct daemon *d = ctx;
-	if (ev->type == DIRAHEAD_EV_SCAN)
-		stat_timing_scan(d);
 	return d->mgr ? scan_mgr_on_event(ev, d->mgr) : 0;
 }
 
@@ -286,7 +292,8 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	/* Until the first scan, stats are not timed (see STAT_TIMING_IDLE_USEC). */
+	scan_mgr_set_timing_hook(d.mgr, want_timing, &d);
+	/* Until a probe needs it, stats are not timed (see STAT_TIMING_IDLE_USEC). */
 	detector_stat_timing(d.det, false);
 	if ((r = sd_event_add_time(d.loop, &d.timing_src, CLOCK_MONOTONIC, UINT64_MAX, 1000000,
 				   on_timing_idle, &d)) < 0) {

@@ -49,6 +49,7 @@ struct scan {
 	struct pol_sample judge_from; /* start of the stretch being judged (valid if judging) */
 	uint64_t late_from;         /* s->late at judge_from */
 	bool judging, judged;
+	bool timed_probe;           /* the probe runs (again) with stat timing on */
 	struct pol_cost before;     /* the program's cost without prefetch */
 	unsigned depth;             /* requests in flight now */
 };
@@ -70,6 +71,8 @@ struct scan_mgr {
 	uint32_t tick_major, tick_minor;
 	uint64_t tick_magic;
 	int tick_fs;                /* 0: no completion since cpu_from, 1: all on tick_*, 2: several */
+	void (*want_timing)(void *);
+	void *want_timing_ctx;
 };
 
 /* A request outstanding this long is taken for stuck on a hung filesystem and stops counting
@@ -347,6 +350,13 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	return 0;
 }
 
+static void want_timing(struct scan *s)
+{
+	s->timed_probe = true;
+	if (s->mgr->want_timing)
+		s->mgr->want_timing(s->mgr->want_timing_ctx);
+}
+
 static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 {
 	m->st->scans_confirmed++;
@@ -412,7 +422,13 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		snprintf(s->path, sizeof(s->path), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 			 (unsigned long long)ev->ino);
 	if (act == POL_PROBE) {
-		/* hear from BPF again once probe_stats more stats were timed */
+		/* Time the probe's stats only if the progress rate cannot tell: a program that is
+		 * quick between its stats has fast stats, whatever else it does. */
+		if (!(cost.gap_ns >= 0 &&
+		      cost.gap_ns < policy_threshold_ns(m->pol, policy_fs(m->pol, ev->dev_major,
+									   ev->dev_minor, ev->magic, now_ns()))))
+			want_timing(s);
+		/* hear from BPF again once probe_stats more stats were made */
 		if (detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino,
 				       policy_probe_stats(m->pol)) < 0) {
 			free(s);
@@ -444,6 +460,12 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	if (cost.lat_ns < 0 && cost.gap_ns < 0)
 		pol_cost_between(NULL, &now, &cost);
 	struct pol_fs *fs = scan_fs(s);
+	if (cost.lat_ns < 0 && !s->timed_probe && cost.gap_ns >= policy_threshold_ns(m->pol, fs)) {
+		/* slow between stats, but are the stats slow?  Probe once more, timed. */
+		want_timing(s);
+		s->at_scan = now;
+		return;
+	}
 	if (policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST) {
 		log_debug("scan of %s by pid %u: stats cost %.1f us (%s), prefetch pays above %.1f us",
 			  s->path, s->tgid, (cost.lat_ns >= 0 ? cost.lat_ns : cost.gap_ns) / 1e3,
@@ -848,6 +870,13 @@ uint64_t scan_mgr_inflight(const struct scan_mgr *m)
 }
 
 struct policy *scan_mgr_policy(struct scan_mgr *m) { return m->pol; }
+
+void scan_mgr_set_timing_hook(struct scan_mgr *m, void (*fn)(void *), void *ctx)
+{
+	m->want_timing = fn;
+	m->want_timing_ctx = ctx;
+}
+
 
 const char *scan_mgr_backend(const struct scan_mgr *m)
 {

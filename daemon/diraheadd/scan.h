@@ -39,6 +39,8 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
 uint64_t scan_mgr_inflight(const struct scan_mgr *m);
 const char *scan_mgr_backend(const struct scan_mgr *m);
+/* fn(ctx) is called when a probe needs the programs' stats timed (detector_stat_timing). */
+void scan_mgr_set_timing_hook(struct scan_mgr *m, void (*fn)(void *), void *ctx);
 /* The cost model's per-filesystem memory (policy.h), for stats and metrics. */
 struct policy *scan_mgr_policy(struct scan_mgr *m);
 void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx);

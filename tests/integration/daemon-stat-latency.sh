@@ -38,7 +38,8 @@ fast1=$(metric "$T/m1" "$FAST")
 info "ls -l of $N files: ${H}_count $count0 -> $count1, at most 131 us: $fast0 -> $fast1"
 assert_ge $((count1 - count0)) $((N * 9 / 10)) "stats timed during ls -l"
 assert_ge $((fast1 - fast0)) $((N / 2)) "fast (prefetched) stats"
-assert_eq "$(metric "$T/m1" dirahead_bpf_programs_attached)" 4 "programs attached after a scan"
+attached() { ctl metrics | awk -v n="$1" '$1 == "dirahead_bpf_programs_attached" { exit $2 != n }'; }
+wait_for 6 attached 3 # the timing program goes once nothing probes
 
 # Cumulative buckets: never decreasing, +Inf equal to _count, _sum present.
 python3 - "$T/m1" "$H" <<'PY' || fail "malformed $H"
@@ -66,8 +67,8 @@ pid=$!
 wait $pid
 wait_for 5 grep -q "^diraheadd: scan: pid $pid (ls) " "$DAEMON_LOG"
 ctl metrics >"$T/m3"
-assert_eq "$(metric "$T/m3" dirahead_bpf_programs_attached)" 4 "programs attached after a scan"
 count3=$(metric "$T/m3" "${H}_count")
-assert_ge $((count3 - count1)) $((N * 9 / 10)) "stats timed during the second ls -l"
+# (slowfs pays by now: this scan starts without a probe, and untimed)
+assert_ge "$count3" "$count1" "histogram count after the second ls -l"
 daemon_stop
 echo "PASS"
