@@ -7,7 +7,7 @@
 # with a status line -> reload (a good file; a bad one is refused) -> a scan seen through BPF ->
 # stop.  The host asserts on what it recorded.  Neither systemd as the host's PID 1 nor machined
 # is needed.
-# The root is cached in $BUILD/nspawn-root (made once: 30-50 s from deb.debian.org, 160 MB; made
+# The root is cached in $BUILD/nspawn-root (made once: 30-50 s from the Debian archive apt is configured with, 160 MB; made
 # again when the daemon's runtime packages change); the container boots it under a tmpfs overlay
 # (--volatile=overlay), so every run starts from the same clean root.  A run takes 2-10 s then.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -15,8 +15,12 @@ need_root
 need_cmd debootstrap systemd-nspawn make readelf dpkg-query flock
 [ -r /sys/kernel/btf/vmlinux ] || skip "no /sys/kernel/btf/vmlinux (the unit's condition)"
 
-MIRROR=${DIRAHEAD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
+# The archive debootstrap fetches from: the one this machine's apt is configured with for the
+# suite (the project names no archive of its own), or DIRAHEAD_DEBIAN_MIRROR.
+MIRROR=${DIRAHEAD_DEBIAN_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
+	awk -v s="$SUITE" '$2 == s { print $1; exit }')}
+[ -n "$MIRROR" ] || fail "apt has no source for $SUITE (set DIRAHEAD_DEBIAN_MIRROR)"
 ROOT=$BUILD/nspawn-root
 ROOT_RECIPE=1             # bump when the way the root is made changes
 RUN_TIMEOUT=150           # seconds for boot, checks and exit of the container
