@@ -34,7 +34,7 @@ void da_config_defaults(struct da_config *c)
 		.stop_hit_ratio = 0.8,
 		.stop_consecutive_misses = 32,
 		.policy_enabled = true,
-		.probe_stats = 16,
+		.probe_stats = 8,
 		.start_factor = 4.0,
 		.entry_cost_us = 10,
 		.gain_stats = 64,

@@ -196,7 +196,7 @@ enum pol_action policy_after_probe(struct policy *p, struct pol_fs *fs, const st
 unsigned policy_depth(const struct policy *p, const struct pol_fs *fs)
 {
 	unsigned max = p->cfg.depth_per_scan, min = p->cfg.depth_min < max ? p->cfg.depth_min : max;
-	unsigned d = fs->depth ? fs->depth : max / 4;
+	unsigned d = fs->depth ? fs->depth : max / 2;
 	return d < min ? min : d > max ? max : d;
 }
 
