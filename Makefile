@@ -155,6 +155,9 @@ TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tests/tools/%)
 $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_DEPS)
+# The cost model is pure bookkeeping: its unit test links policy.o alone.
+$(BUILD)/tests/unit/test_policy: $(BUILD)/daemon/diraheadd/policy.o
+$(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)

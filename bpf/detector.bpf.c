@@ -107,6 +107,7 @@ struct scan {
 	__u64 dir_size;
 	__u64 magic;
 	__u64 rel_seed;	/* proc->rel_seed when a relative path was recorded */
+	__u64 mnt_id;	/* see file_mnt_id() */
 	__u64 t_first;	/* exit time of the first and the latest matched stat */
 	__u64 t_last;
 	__u64 lat_sum;	/* durations of the matched stats sys_enter timed, and how many */
@@ -154,6 +155,7 @@ struct dirinfo {
 	__u64 ino;
 	__u64 size;
 	__u64 magic;
+	__u64 mnt_id;
 	__u32 dev;
 	__u32 mode;
 };
@@ -334,6 +336,22 @@ static __always_inline bool fd_id(struct task_struct *task, int fd, __u32 *dev, 
 	return f && inode_id(BPF_CORE_READ(f, f_inode), dev, ino);
 }
 
+/*
+ * The mount the file was reached through, as an ID that a later mount never gets again
+ * (mnt_id_unique, 6.8+; before that the reusable mnt_id): a filesystem unmounted and mounted
+ * again (a FUSE client restarted) often gets the same anonymous device number, and must not
+ * inherit what the daemon learned about the old one.
+ */
+static __always_inline __u64 file_mnt_id(struct file *f)
+{
+	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
+	struct mount *m = (struct mount *)((char *)vm - bpf_core_field_offset(struct mount, mnt));
+
+	if (bpf_core_field_exists(m->mnt_id_unique))
+		return BPF_CORE_READ(m, mnt_id_unique);
+	return (__u32)BPF_CORE_READ(m, mnt_id);
+}
+
 static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
 {
 	struct inode *inode = BPF_CORE_READ(f, f_inode);
@@ -347,6 +365,7 @@ static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
 	di->size = BPF_CORE_READ(inode, i_size);
 	di->dev = BPF_CORE_READ(sb, s_dev);
 	di->magic = BPF_CORE_READ(sb, s_magic);
+	di->mnt_id = file_mnt_id(f);
 	return true;
 }
 
@@ -502,6 +521,7 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	e->ts_ns = bpf_ktime_get_ns();
 	e->listing_done = !!(sc->flags & SCAN_DONE);
 	e->name_len = sc->name_len;
+	e->mnt_id = sc->mnt_id;
 	e->stat_first_ns = sc->t_first;
 	e->stat_last_ns = sc->t_last;
 	e->lat_sum_ns = sc->lat_sum;
@@ -778,6 +798,7 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 			      (bpf_ktime_get_ns() & 0x00ffffffffffffffULL);
 		sc->dir_size = di.size;
 		sc->magic = di.magic;
+		sc->mnt_id = di.mnt_id;
 		sc->fd = -1;
 		adopt_name(sc, p, tgid, &di);
 		/* A control entry left by a daemon racing with the previous scan's end is stale. */

@@ -263,11 +263,11 @@ struct dirahead_dir *dirahead_dir_submit(struct dirahead_engine *e, int dirfd,
 struct dirahead_dir *dirahead_dir_submitat(struct dirahead_engine *e, struct dirahead_dir *parent,
 					   const char *name, const struct dirahead_dir_opts *opts);
 /* Moves the window: fetch entries with index < limit.  A lower limit than before stops further
- * submissions beyond it (requests already in flight complete).  Returns 0. */
+ * submissions beyond it (requests already in flight complete).  Returns 0, or -EINVAL for NULL. */
 int dirahead_dir_set_limit(struct dirahead_dir *d, uint64_t limit);
 /* Changes the directory's requests in flight (0: the engine's dir_depth; capped at the engine's
- * depth).  Lower than now: requests in flight complete, no new ones until below.  Returns 0.
- */
+ * depth).  Lower than now: requests in flight complete, no new ones until below.  Returns 0, or
+ * -EINVAL for NULL. */
 int dirahead_dir_set_depth(struct dirahead_dir *d, unsigned int depth);
 /* Index of `name` (exact match) in the directory's prefetch order, or -1 if it is not in a batch
  * held in memory: not read yet, or in a batch already fetched and dropped (only the current and

@@ -65,6 +65,8 @@ struct dirahead_event {
 	__u64 stat_last_ns;
 	__u64 lat_sum_ns;
 	__u64 lat_count;
+	__u64 mnt_id;      /* the mount it was listed through (unique per mount where the kernel
+			    * has mnt_id_unique): the cost model's memory is per mount */
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */

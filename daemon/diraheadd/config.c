@@ -35,7 +35,7 @@ void da_config_defaults(struct da_config *c)
 		.stop_consecutive_misses = 32,
 		.policy_enabled = true,
 		.probe_stats = 8,
-		.start_factor = 4.0,
+		.start_factor = 1.5,   /* our CPU is the program's loss only where both need it */
 		.entry_cost_us = 10,
 		.gain_stats = 64,
 		.min_gain = 1.3,

@@ -52,7 +52,7 @@ struct pol_cost {
 
 struct pol_fs {
 	uint32_t dev_major, dev_minor;
-	uint64_t magic;
+	uint64_t magic, mnt_id;
 	enum pol_verdict verdict;
 	uint64_t verdict_ns;       /* when it was set */
 	uint64_t reprobe_ns;       /* NO_GAIN: not before this */
@@ -79,7 +79,11 @@ void pol_sample_of(struct pol_sample *s, const struct dirahead_event *ev);
 /* Cost between two samples of one scan; from == NULL: from the scan's first stat. */
 void pol_cost_between(const struct pol_sample *from, const struct pol_sample *to, struct pol_cost *c);
 
-/* The filesystem's state, created (evicting the least recently used) if new.  Never NULL. */
+/* The filesystem's state, created (evicting the least recently used) if new.  Never NULL.
+ * mnt_id (struct dirahead_event.mnt_id) tells a new mount that got an old device number from
+ * the old one: its entry starts afresh.  policy_fs(): mount 0. */
+struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+			       uint64_t magic, uint64_t mnt_id, uint64_t now);
 struct pol_fs *policy_fs(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
 			 uint64_t now);
 /* The least per-stat cost of the program that prefetch can beat on this filesystem. */

@@ -32,7 +32,7 @@ struct scan {
 	enum scan_state state;
 	uint64_t id;                /* BPF scan_id */
 	uint32_t tgid, dev_major, dev_minor;
-	uint64_t ino, magic;
+	uint64_t ino, magic, mnt_id;
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	enum dirahead_order order;
@@ -69,7 +69,7 @@ struct scan_mgr {
 	/* the daemon's CPU per prefetched entry: process CPU time against completions */
 	uint64_t cpu_from_ns, completed_total, completed_from;
 	uint32_t tick_major, tick_minor;
-	uint64_t tick_magic;
+	uint64_t tick_magic, tick_mnt;
 	int tick_fs;                /* 0: no completion since cpu_from, 1: all on tick_*, 2: several */
 	void (*want_timing)(void *);
 	void *want_timing_ctx;
@@ -117,7 +117,7 @@ static bool counts_active(const struct scan *s)
 
 static struct pol_fs *scan_fs(const struct scan *s)
 {
-	return policy_fs(s->mgr->pol, s->dev_major, s->dev_minor, s->magic, now_ns());
+	return policy_fs_mount(s->mgr->pol, s->dev_major, s->dev_minor, s->magic, s->mnt_id, now_ns());
 }
 
 static struct scan *find_scan_id(struct scan_mgr *m, uint64_t id)
@@ -391,7 +391,8 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	pol_sample_of(&smp, ev);
 	pol_cost_between(NULL, &smp, &cost);
 	if (policy_enabled(m->pol)) {
-		struct pol_fs *fs = policy_fs(m->pol, ev->dev_major, ev->dev_minor, ev->magic, now_ns());
+		struct pol_fs *fs = policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic,
+						    ev->mnt_id, now_ns());
 		act = policy_on_scan(m->pol, fs, &cost, now_ns());
 		if (act == POL_SKIP_FAST)
 			return skip(m, ev, DA_SKIP_FAST);
@@ -409,7 +410,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	*s = (struct scan){
 		.mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
 		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
-		.magic = ev->magic, .order = choose_order(m, ev), .ending = -1,
+		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
 		.stats_seen = ev->stats, .app_pos = ev->stats, .window = m->cfg.window_start,
 		.start_ns = now_ns(), .at_scan = smp, .before = cost,
 	};
@@ -425,8 +426,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		/* Time the probe's stats only if the progress rate cannot tell: a program that is
 		 * quick between its stats has fast stats, whatever else it does. */
 		if (!(cost.gap_ns >= 0 &&
-		      cost.gap_ns < policy_threshold_ns(m->pol, policy_fs(m->pol, ev->dev_major,
-									   ev->dev_minor, ev->magic, now_ns()))))
+		      cost.gap_ns < policy_threshold_ns(m->pol, scan_fs(s))))
 			want_timing(s);
 		/* hear from BPF again once probe_stats more stats were made */
 		if (detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino,
@@ -716,6 +716,7 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 			m->tick_major = s->dev_major;
 			m->tick_minor = s->dev_minor;
 			m->tick_magic = s->magic;
+			m->tick_mnt = s->mnt_id;
 		} else if (m->tick_major != s->dev_major || m->tick_minor != s->dev_minor) {
 			m->tick_fs = 2;
 		}
@@ -738,8 +739,8 @@ static void account_cpu(struct scan_mgr *m)
 	if (n >= 32 || !m->tick_fs) {
 		/* enough to stand for a figure, or CPU spent on no prefetch at all (probes, events) */
 		if (n >= 32) {
-			struct pol_fs *fs = m->tick_fs == 1 ? policy_fs(m->pol, m->tick_major, m->tick_minor,
-									 m->tick_magic, now_ns()) : NULL;
+			struct pol_fs *fs = m->tick_fs == 1 ? policy_fs_mount(m->pol, m->tick_major,
+						m->tick_minor, m->tick_magic, m->tick_mnt, now_ns()) : NULL;
 			policy_account_cpu(m->pol, fs, cpu - m->cpu_from_ns, n);
 		}
 		m->cpu_from_ns = cpu;

@@ -954,6 +954,8 @@ static struct dirahead_dir *dir_new(struct dirahead_engine *e, const struct dira
 	d->order = da_order_resolve(o.order);
 	d->limit = o.limit;
 	d->depth = o.depth ? o.depth : e->o.dir_depth;
+	if (d->depth > e->o.depth)
+		d->depth = e->o.depth;
 	d->batch = o.batch ? o.batch : DA_BATCH_DEFAULT;
 	d->src_fd = -1;
 	return d;

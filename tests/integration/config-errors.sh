@@ -5,8 +5,8 @@
 # key, bad boolean/number/list/address/engine/order/level, out of range, keys that contradict each
 # other, syntax errors, an over-long line) gives "FILE:LINE: ... KEY ..." and exit 1, from
 # `diraheadd --check-config FILE` and from starting the daemon on it; an unreadable file or a
-# directory names the file and exits 1.  Valid files (the shipped one, one setting every key)
-# check with exit 0, and the daemon runs on the full one.  A missing default file means the
+# directory names the file and exits 1.  Valid files (the shipped one, one setting every key,
+# [policy] at both ends of its ranges) check with exit 0, and the daemon runs on the full one.  A missing default file means the
 # built-in defaults, logged once.  Usage errors exit 2 with a clear message, as diraheadd(8) says,
 # and --help lists the options the man page documents.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -68,6 +68,38 @@ bad syntax-noeq '[daemon]\nenabled = yes\nlog_level\n' 3 "syntax error in 'log_l
 bad first-syntax '[daemon]\nlog_level\n[prefetch]\nmax_scans = 0\n' 2 "syntax error in 'log_level'"
 bad first-value '[prefetch]\nmax_scans = 0\n[daemon]\nlog_level\n' 2 '[prefetch] max_scans:'
 bad long-line "[filter]\npath_include = $(printf '/srv/data%03d ' $(seq 1 25))\n" 2 'path_include: line longer than'
+# [policy]: every key out of range, not a number, not a boolean.
+bad policy-enabled '[policy]\nenabled = sometimes\n' 2 '[policy] enabled:'
+bad policy-unknown-key '[policy]\nprobe = 8\n' 2 '[policy] probe: unknown key'
+bad policy-probe-low '[policy]\nprobe_stats = 1\n' 2 '[policy] probe_stats:'
+bad policy-probe-high '[policy]\nprobe_stats = 100001\n' 2 '[policy] probe_stats:'
+bad policy-probe-text '[policy]\nprobe_stats = many\n' 2 '[policy] probe_stats:'
+bad policy-factor-high '[policy]\nstart_factor = 1000.5\n' 2 '[policy] start_factor:'
+bad policy-factor-negative '[policy]\nstart_factor = -1\n' 2 '[policy] start_factor:'
+bad policy-factor-text '[policy]\nstart_factor = 4x\n' 2 '[policy] start_factor:'
+bad policy-cost-zero '[policy]\nentry_cost_us = 0\n' 2 '[policy] entry_cost_us:'
+bad policy-cost-high '[policy]\nentry_cost_us = 1000001\n' 2 '[policy] entry_cost_us:'
+bad policy-cost-fraction '[policy]\nentry_cost_us = 2.5\n' 2 '[policy] entry_cost_us:'
+bad policy-gain-stats-low '[policy]\ngain_stats = 7\n' 2 '[policy] gain_stats:'
+bad policy-gain-stats-high '[policy]\ngain_stats = 1000001\n' 2 '[policy] gain_stats:'
+bad policy-gain-stats-text '[policy]\ngain_stats = 0x40\n' 2 '[policy] gain_stats:'
+bad policy-min-gain-low '[policy]\nenabled = no\n\nmin_gain = 0.9\n' 4 '[policy] min_gain:'
+bad policy-min-gain-high '[policy]\nmin_gain = 101\n' 2 '[policy] min_gain:'
+bad policy-min-gain-nan '[policy]\nmin_gain = nan\n' 2 '[policy] min_gain:'
+bad policy-min-gain-empty '[policy]\nmin_gain =\n' 2 '[policy] min_gain:'
+bad policy-reprobe-zero '[policy]\nreprobe_s = 0\n' 2 '[policy] reprobe_s:'
+bad policy-reprobe-high '[policy]\nreprobe_s = 86401\n' 2 '[policy] reprobe_s:'
+bad policy-reprobe-text '[policy]\nreprobe_s = 1m\n' 2 '[policy] reprobe_s:'
+bad policy-mute-high '[policy]\nmute_ms = 3600001\n' 2 '[policy] mute_ms:'
+bad policy-mute-negative '[policy]\nmute_ms = -5\n' 2 '[policy] mute_ms:'
+bad policy-mute-text '[policy]\nmute_ms = off\n' 2 '[policy] mute_ms:'
+bad policy-depth-min-zero '[policy]\ndepth_min = 0\n' 2 '[policy] depth_min:'
+bad policy-depth-min-high '[policy]\ndepth_min = 4097\n' 2 '[policy] depth_min:'
+bad policy-depth-min-text '[policy]\ndepth_min = four\n' 2 '[policy] depth_min:'
+bad policy-fs-zero '[policy]\nmax_filesystems = 0\n' 2 '[policy] max_filesystems:'
+bad policy-fs-high '[policy]\nmax_filesystems = 65537\n' 2 '[policy] max_filesystems:'
+bad policy-fs-text '[policy]\nmax_filesystems = all\n' 2 '[policy] max_filesystems:'
+bad policy-in-wrong-section '[prefetch]\ndepth_min = 4\n' 2 '[prefetch] depth_min: unknown key'
 info "$nbad bad files rejected by --check-config and by the daemon"
 
 # A file that cannot be read: named, exit 1, both ways.  Root reads anything, so the check runs as
@@ -109,6 +141,17 @@ idle_timeout_ms = 2000
 min_hits = 16
 hit_ratio = 0.5
 consecutive_misses = 64
+[policy]
+enabled = no
+probe_stats = 16
+start_factor = 2.5
+entry_cost_us = 20
+gain_stats = 128
+min_gain = 1.5
+reprobe_s = 30
+mute_ms = 500
+depth_min = 2
+max_filesystems = 64
 [filter]
 fs_include = ext4, xfs, fuse*
 fs_exclude = nfs
@@ -125,6 +168,13 @@ EOF
 expect_exit 0 "$D" --check-config "$T/full.conf"
 assert_eq "$OUT" "$T/full.conf: valid" "--check-config on a valid file"
 expect_exit 0 "$D" --check-config --config "$T/full.conf"
+# [policy] at both ends of every range
+printf '[policy]\nenabled = yes\nprobe_stats = 2\nstart_factor = 0\nentry_cost_us = 1\ngain_stats = 8\nmin_gain = 1\nreprobe_s = 1\nmute_ms = 0\ndepth_min = 1\nmax_filesystems = 1\n' >"$T/policy-low.conf"
+printf '[policy]\nenabled = off\nprobe_stats = 100000\nstart_factor = 1000\nentry_cost_us = 1000000\ngain_stats = 1000000\nmin_gain = 100\nreprobe_s = 86400\nmute_ms = 3600000\ndepth_min = 4096\nmax_filesystems = 65536\n' >"$T/policy-high.conf"
+for f in policy-low policy-high; do
+	expect_exit 0 "$D" --check-config "$T/$f.conf"
+	assert_eq "$OUT" "$T/$f.conf: valid" "--check-config on $f.conf"
+done
 expect_exit 0 "$D" -c "$T/full.conf" --check-config
 
 # The daemon runs on it (--socket overrides the file's socket; its settings show in status).

@@ -73,6 +73,12 @@ if [ "$(id -u)" = 0 ] && [ -x "$BUILD/diraheadd" ] && [ -x "$BUILD/diraheadctl" 
    [ -r /sys/kernel/btf/vmlinux ] && "$BUILD/diraheadctl" --help 2>&1 | grep -qw metrics; then
 	. "$TOP/tests/lib/daemon.sh"
 	daemon_start
+	# One scan, so that the per-filesystem families (which appear with the first filesystem the
+	# cost model judges) are there too.
+	make_files "$T/scan" 200
+	ls -l "$T/scan" >/dev/null
+	judged() { ctl stats | grep -q '^filesystems\.'; }
+	wait_for 5 judged
 	ctl metrics >"$T/live.txt" || fail "diraheadctl metrics failed"
 	# exported names: from "# TYPE name type" lines, plus histogram series names
 	{ awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$T/live.txt"

@@ -11,13 +11,14 @@
 # - the verdict survives a config reload (SIGHUP);
 # - after reprobe_s the filesystem is probed again (reprobes counted, backoff doubles: a
 #   second failure is remembered for longer);
+# - a new mount on the same device number starts afresh (and pays, with parallel lookups);
 # - invalid [policy] values are refused by --check-config (more in config-errors.sh).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
 
 N=2000
-for d in off on again reload probe later; do make_files "$T/back/$d" $N; done
+for d in off on again reload probe later fresh; do make_files "$T/back/$d" $N; done
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 3\n' >"$DAEMON_CONF"
 slowfs_mount "$T/back" "$T/mnt" --latency-us 500 --no-parallel-dirops
@@ -64,6 +65,18 @@ assert_eq "$(daemon_stat scans_ended.no_gain)" 2 "the re-probe found no gain aga
 sleep 3.2
 timed_ls "$T/mnt/later" >/dev/null
 assert_eq "$(daemon_stat skips.fs_no_gain)" 3 "skipped within the doubled re-probe interval"
+
+# The filesystem unmounted and mounted again, now with parallel lookups: whatever device number
+# the new mount gets (FUSE often gets the old one back), it is judged afresh, and pays.
+slowfs_unmount "$T/mnt"
+slowfs_mount "$T/back" "$T/mnt" --latency-us 500
+dev2=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
+info "device before: $dev, after the remount: $dev2"
+before=$(daemon_stat entries_prefetched)
+timed_ls "$T/mnt/fresh" >/dev/null
+assert_eq "$(daemon_stat skips.fs_no_gain)" 3 "no fs_no_gain skip on the new mount"
+assert_ge $(($(daemon_stat entries_prefetched) - before)) $((N * 9 / 10)) "entries prefetched on the new mount"
+assert_eq "$(daemon_stat "filesystems.$dev2.verdict")" pays "verdict of the new mount"
 daemon_stop
 
 printf '[policy]\nmin_gain = 0.5\n' >"$T/bad.conf"
