@@ -222,6 +222,16 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 	if (before->gap_ns > 0 && after->gap_ns >= 0) {
 		b = before->gap_ns;
 		a = after->gap_ns;
+		/* A probe is a few stats right after the listing, where programs do their one-off
+		 * work (name service lookups, buffers, locale): its rate overstates what a stat
+		 * cost them.  Where both sides were timed, the program's own work between stats
+		 * is known from the later stretch, and a stat's timed duration before plus that
+		 * work is the better "before". */
+		if (before->lat_ns >= 0 && after->lat_ns >= 0) {
+			double work = after->gap_ns > after->lat_ns ? after->gap_ns - after->lat_ns : 0;
+			if (before->lat_ns + work < b)
+				b = before->lat_ns + work;
+		}
 	} else {
 		b = before->lat_ns;
 		a = after->lat_ns;

@@ -49,7 +49,12 @@ struct scan {
 	struct pol_sample judge_from; /* start of the stretch being judged (valid if judging) */
 	uint64_t late_from;         /* s->late at judge_from */
 	bool judging, judged;
+	/* the program listed another directory since the stretch began (a walker descending from
+	 * here): the time between this scan's stats is then its walk below, not a stat's cost */
+	bool interleaved;
 	bool timed_probe;           /* the probe runs (again) with stat timing on */
+	unsigned probe_rounds;      /* probe stretches waited for timed stats */
+	uint64_t timed_from_ns;     /* when timing was (known to be) attached for it */
 	struct pol_cost before;     /* the program's cost without prefetch */
 	unsigned depth;             /* requests in flight now */
 };
@@ -355,6 +360,7 @@ static void want_timing(struct scan *s)
 	s->timed_probe = true;
 	if (s->mgr->want_timing)
 		s->mgr->want_timing(s->mgr->want_timing_ctx);
+	s->timed_from_ns = now_ns(); /* the hook attaches synchronously */
 }
 
 static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
@@ -362,6 +368,9 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	m->st->scans_confirmed++;
 	if (!m->cfg.enabled)
 		return;
+	for (struct scan *o = m->scans; o; o = o->next)
+		if (o->tgid == ev->tgid)
+			o->interleaved = true;
 	char comm[DIRAHEAD_COMM_LEN + 1];
 	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
 	comm[DIRAHEAD_COMM_LEN] = '\0';
@@ -449,6 +458,9 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 }
 
 /* The probe is over (its PROGRESS event): prefetch, or leave the program alone. */
+/* Probe stretches a timed probe may wait for its stats to be timed before the rate decides. */
+#define PROBE_ROUNDS_MAX 4
+
 static void end_probe(struct scan *s, const struct dirahead_event *ev)
 {
 	struct scan_mgr *m = s->mgr;
@@ -460,18 +472,36 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	if (cost.lat_ns < 0 && cost.gap_ns < 0)
 		pol_cost_between(NULL, &now, &cost);
 	struct pol_fs *fs = scan_fs(s);
-	if (cost.lat_ns < 0 && !s->timed_probe && cost.gap_ns >= policy_threshold_ns(m->pol, fs)) {
+	if (s->interleaved)
+		cost.gap_ns = -1; /* a walk below it, not the cost of its stats */
+	if (cost.lat_ns < 0 && !s->timed_probe &&
+	    (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs))) {
 		/* slow between stats, but are the stats slow?  Probe once more, timed. */
 		want_timing(s);
 		s->at_scan = now;
+		s->interleaved = false;
 		return;
 	}
-	if (policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST) {
-		log_debug("scan of %s by pid %u: stats cost %.1f us (%s), prefetch pays above %.1f us",
-			  s->path, s->tgid, (cost.lat_ns >= 0 ? cost.lat_ns : cost.gap_ns) / 1e3,
-			  cost.lat_ns >= 0 ? "timed" : "progress rate", policy_threshold_ns(m->pol, fs) / 1e3);
-		return drop_probing(s, ev, DA_SKIP_FAST);
+	if (cost.lat_ns < 0 && s->timed_probe && s->probe_rounds < PROBE_ROUNDS_MAX &&
+	    (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs))) {
+		/* Timing is attached while the program runs on, and its events queue meanwhile:
+		 * stretches made before the tracepoint was live say nothing, and a rate alone over
+		 * a few stats overstates (its first stats after a listing are its slowest).  Wait
+		 * for timed ones, a few stretches made since the attach at most. */
+		if (ev->stat_last_ns < s->timed_from_ns)
+			s->at_scan = now;
+		else
+			s->probe_rounds++;
+		return;
 	}
+	bool fast = policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST;
+	log_debug("scan of %s by pid %u: stats cost %.1f us timed, %.1f us apart (%llu timed), "
+		  "prefetch pays above %.1f us: %s",
+		  s->path, s->tgid, cost.lat_ns / 1e3, cost.gap_ns / 1e3,
+		  (unsigned long long)(now.lat_n - s->at_scan.lat_n),
+		  policy_threshold_ns(m->pol, fs) / 1e3, fast ? "fast" : "start");
+	if (fast)
+		return drop_probing(s, ev, DA_SKIP_FAST);
 	s->before = cost;
 	int why = start_opening(s, ev);
 	if (why)
@@ -547,18 +577,23 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 		s->judging = true;
 		s->judge_from = now;
 		s->late_from = s->late;
+		s->interleaved = false;
+		if (s->before.lat_ns >= 0)
+			want_timing(s); /* time the stretch too: like with like (policy_judge) */
 		return true;
 	}
 	uint64_t n = now.stats - s->judge_from.stats, need = policy_gain_stats(m->pol);
 	if (n < need && !(final && !s->judged && n >= need / 4))
 		return true;
-	struct pol_cost after;
+	struct pol_cost after, before = s->before;
 	pol_cost_between(&s->judge_from, &now, &after);
+	if (s->interleaved)
+		after.gap_ns = before.gap_ns = -1; /* its walk below, not its stats: durations only */
 	double late = n ? (double)(s->late - s->late_from) / (double)n : 0;
 	struct pol_fs *fs = scan_fs(s);
-	bool ok = policy_judge(m->pol, fs, &s->before, &after, late, now_ns());
-	double b = s->before.gap_ns > 0 && after.gap_ns >= 0 ? s->before.gap_ns : s->before.lat_ns;
-	double a = s->before.gap_ns > 0 && after.gap_ns >= 0 ? after.gap_ns : after.lat_ns;
+	bool ok = policy_judge(m->pol, fs, &before, &after, late, now_ns());
+	double b = before.gap_ns > 0 && after.gap_ns >= 0 ? before.gap_ns : before.lat_ns;
+	double a = before.gap_ns > 0 && after.gap_ns >= 0 ? after.gap_ns : after.lat_ns;
 	if (b > 0 && a >= 0) {
 		m->st->judged++;
 		m->st->judged_before_s += b / 1e9;
@@ -569,6 +604,9 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	s->judged = true;
 	s->judge_from = now;
 	s->late_from = s->late;
+	s->interleaved = false;
+	if (ok && s->before.lat_ns >= 0)
+		want_timing(s);
 	unsigned depth = policy_depth(m->pol, fs);
 	if (ok && s->dir && depth != s->depth) {
 		s->depth = depth;

@@ -501,6 +501,27 @@ static void test_account_cpu(void **state)
 	assert_float_equal(other->cost_ns, 4000, 1e-6);
 }
 
+/* A probe's rate overstated by one-off work after the listing (warm xfs `find -ls`: 17 us apart,
+ * 1.5 us a stat) must not make a stretch at 4 us apart (1 us a stat) look like a gain; a slow
+ * filesystem's real gain stands. */
+static void test_judge_timed_before(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs(p, 8, 1, 0x58465342, T0);
+	struct pol_cost b = { .lat_ns = 1500, .gap_ns = 17000 }, a = { .lat_ns = 1000, .gap_ns = 4000 };
+	assert_false(policy_judge(p, fs, &b, &a, 0, T0));
+	assert_int_equal(fs->verdict, POL_NO_GAIN);
+	/* untimed after: the rate alone decides (17 vs 4: pays) */
+	struct pol_fs *g = policy_fs(p, 8, 2, 0x58465342, T0);
+	struct pol_cost a2 = gap(4000);
+	assert_true(policy_judge(p, g, &b, &a2, 0, T0));
+	/* slowfs: 250 us apart, 200 us a stat, then 30 us apart with 5 us stats: pays */
+	struct pol_fs *h = policy_fs(p, 0, 40, 0x65735546, T0);
+	struct pol_cost sb = { .lat_ns = 200000, .gap_ns = 250000 }, sa = { .lat_ns = 5000, .gap_ns = 30000 };
+	assert_true(policy_judge(p, h, &sb, &sa, 0, T0));
+	assert_int_equal(h->verdict, POL_PAYS);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -520,6 +541,7 @@ int main(void)
 		T(test_sample_of),
 		T(test_cost_between),
 		T(test_account_cpu),
+		T(test_judge_timed_before),
 	};
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
