@@ -25,7 +25,8 @@ chmod 0755 "$T/bin" "$T/bin/dacaps-ls"
 make_files "$T/dir" 3000
 chown -R 65534:65534 "$T/dir"
 chmod 0700 "$T/dir"
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dacaps-ls\n' >"$T/dirahead.conf"
+# every confirmed scan is opened: this is about what the capabilities allow, not the cost model
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dacaps-ls\n[policy]\nenabled = no\n' >"$T/dirahead.conf"
 
 # stats SOCK: the daemon's stats as "key value" lines (the protocol of daemon/common/ctlproto.h).
 stats() {
