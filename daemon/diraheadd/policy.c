@@ -212,16 +212,12 @@ unsigned policy_depth(const struct policy *p, const struct pol_fs *fs)
 	return d < min ? min : d > max ? max : d;
 }
 
-bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
-		  const struct pol_cost *after, double late_frac, uint64_t now)
+void policy_judged_costs(const struct pol_cost *before, const struct pol_cost *after, double *b,
+			 double *a)
 {
-	/* The program's time per stat, everything it waits for included: prefetch may make its
-	 * stats cheap and still slow it down (its CPU taken by our workers on a small machine, its
-	 * lookups queued behind ours).  Durations only where no rate was measured. */
-	double b, a;
 	if (before->gap_ns > 0 && after->gap_ns >= 0) {
-		b = before->gap_ns;
-		a = after->gap_ns;
+		*b = before->gap_ns;
+		*a = after->gap_ns;
 		/* A probe is a few stats right after the listing, where programs do their one-off
 		 * work (name service lookups, buffers, locale): its rate overstates what a stat
 		 * cost them.  Where both sides were timed, the program's own work between stats
@@ -229,13 +225,23 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 		 * work is the better "before". */
 		if (before->lat_ns >= 0 && after->lat_ns >= 0) {
 			double work = after->gap_ns > after->lat_ns ? after->gap_ns - after->lat_ns : 0;
-			if (before->lat_ns + work < b)
-				b = before->lat_ns + work;
+			if (before->lat_ns + work < *b)
+				*b = before->lat_ns + work;
 		}
 	} else {
-		b = before->lat_ns;
-		a = after->lat_ns;
+		*b = before->lat_ns;
+		*a = after->lat_ns;
 	}
+}
+
+bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
+		  const struct pol_cost *after, double late_frac, uint64_t now)
+{
+	/* The program's time per stat, everything it waits for included: prefetch may make its
+	 * stats cheap and still slow it down (its CPU taken by our workers on a small machine, its
+	 * lookups queued behind ours).  Durations only where no rate was measured. */
+	double b, a;
+	policy_judged_costs(before, after, &b, &a);
 	if (b <= 0 || a < 0)
 		return true; /* nothing to judge by: the hit-ratio rules still stand */
 	unsigned max = p->cfg.depth_per_scan, min = p->cfg.depth_min < max ? p->cfg.depth_min : max;

@@ -106,6 +106,10 @@ unsigned policy_depth(const struct policy *p, const struct pol_fs *fs);
  */
 bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
 		  const struct pol_cost *after, double late_frac, uint64_t now);
+/* The program's time per stat before and with prefetch that policy_judge() compares: progress
+ * rates where both are known, else timed durations; < 0: unknown. */
+void policy_judged_costs(const struct pol_cost *before, const struct pol_cost *after, double *b,
+			 double *a);
 /* Stats after prefetch started before each judgment. */
 unsigned policy_gain_stats(const struct policy *p);
 unsigned policy_probe_stats(const struct policy *p);

@@ -457,10 +457,10 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	update_timer(m);
 }
 
-/* The probe is over (its PROGRESS event): prefetch, or leave the program alone. */
 /* Probe stretches a timed probe may wait for its stats to be timed before the rate decides. */
 #define PROBE_ROUNDS_MAX 4
 
+/* The probe is over (its PROGRESS event): prefetch, or leave the program alone. */
 static void end_probe(struct scan *s, const struct dirahead_event *ev)
 {
 	struct scan_mgr *m = s->mgr;
@@ -474,16 +474,17 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	struct pol_fs *fs = scan_fs(s);
 	if (s->interleaved)
 		cost.gap_ns = -1; /* a walk below it, not the cost of its stats */
-	if (cost.lat_ns < 0 && !s->timed_probe &&
-	    (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs))) {
+	/* untimed, and the rate does not say "fast" */
+	bool undecided = cost.lat_ns < 0 &&
+			 (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs));
+	if (undecided && !s->timed_probe) {
 		/* slow between stats, but are the stats slow?  Probe once more, timed. */
 		want_timing(s);
 		s->at_scan = now;
 		s->interleaved = false;
 		return;
 	}
-	if (cost.lat_ns < 0 && s->timed_probe && s->probe_rounds < PROBE_ROUNDS_MAX &&
-	    (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs))) {
+	if (undecided && s->probe_rounds < PROBE_ROUNDS_MAX) {
 		/* Timing is attached while the program runs on, and its events queue meanwhile:
 		 * stretches made before the tracepoint was live say nothing, and a rate alone over
 		 * a few stats overstates (its first stats after a listing are its slowest).  Wait
@@ -592,8 +593,8 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	double late = n ? (double)(s->late - s->late_from) / (double)n : 0;
 	struct pol_fs *fs = scan_fs(s);
 	bool ok = policy_judge(m->pol, fs, &before, &after, late, now_ns());
-	double b = before.gap_ns > 0 && after.gap_ns >= 0 ? before.gap_ns : before.lat_ns;
-	double a = before.gap_ns > 0 && after.gap_ns >= 0 ? after.gap_ns : after.lat_ns;
+	double b, a;
+	policy_judged_costs(&before, &after, &b, &a);
 	if (b > 0 && a >= 0) {
 		m->st->judged++;
 		m->st->judged_before_s += b / 1e9;
