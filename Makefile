@@ -178,9 +178,12 @@ $(PROMTOOL):
 tests: $(PROMTOOL)
 
 # ---------------------------------------------------------------------------
+# -MMD: each object also depends on every header it includes (a struct changed in one header
+# rebuilds all its users, never a mix of layouts).
 $(BUILD)/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h) $(wildcard daemon/lib/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+-include $(shell find $(BUILD)/daemon $(BUILD)/tests -name '*.d' -type f 2>/dev/null)
 
 deps:
 	@missing=$$(for p in $(DEB_DEPS) $(EXTRA_DEB_DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -108,6 +108,7 @@ struct scan {
 	__u64 magic;
 	__u64 rel_seed;	/* proc->rel_seed when a relative path was recorded */
 	__u64 mnt_id;	/* see file_mnt_id() */
+	__u64 parent_ino;
 	__u64 t_first;	/* exit time of the first and the latest matched stat */
 	__u64 t_last;
 	__u64 lat_sum;	/* durations of the matched stats sys_enter timed, and how many */
@@ -156,6 +157,7 @@ struct dirinfo {
 	__u64 size;
 	__u64 magic;
 	__u64 mnt_id;
+	__u64 parent_ino;
 	__u32 dev;
 	__u32 mode;
 };
@@ -213,6 +215,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lastopen);
 } lastopen SEC(".maps");
+
+/* Written by the daemon (a walk per process at most); see struct dirahead_walker. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct dirahead_walker);
+} walkers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -366,6 +376,7 @@ static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
 	di->dev = BPF_CORE_READ(sb, s_dev);
 	di->magic = BPF_CORE_READ(sb, s_magic);
 	di->mnt_id = file_mnt_id(f);
+	di->parent_ino = BPF_CORE_READ(f, f_path.dentry, d_parent, d_inode, i_ino);
 	return true;
 }
 
@@ -522,6 +533,7 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	e->listing_done = !!(sc->flags & SCAN_DONE);
 	e->name_len = sc->name_len;
 	e->mnt_id = sc->mnt_id;
+	e->parent_ino = sc->parent_ino;
 	e->stat_first_ns = sc->t_first;
 	e->stat_last_ns = sc->t_last;
 	e->lat_sum_ns = sc->lat_sum;
@@ -736,6 +748,70 @@ static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __
 	bpf_map_delete_elem(&lastopen, &tgid);
 }
 
+/*
+ * A process the daemon walks ahead of: report each new directory it lists on the walked
+ * filesystem once, and track nothing (the walk covers it).  true: handled.  One hash lookup per
+ * getdents call for every process, walkers are rare: the map is empty most of the time.
+ */
+static __always_inline bool walker_listing(__u32 tgid, int fd, const struct dirinfo *di)
+{
+	struct dirahead_walker *w = bpf_map_lookup_elem(&walkers, &tgid);
+	struct dirahead_event *e;
+
+	if (!w || w->dev != di->dev)
+		return false;
+	if (w->last_ino == di->ino)
+		return true;	/* the same listing, one more getdents */
+	w->last_ino = di->ino;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+		return true;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = DIRAHEAD_EV_LISTING;
+	e->tgid = tgid;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->fd = fd;
+	e->ref = DIRAHEAD_REF_FD;
+	e->dev_major = DIRAHEAD_KDEV_MAJOR(di->dev);
+	e->dev_minor = DIRAHEAD_KDEV_MINOR(di->dev);
+	e->ino = di->ino;
+	e->parent_ino = di->parent_ino;
+	e->magic = di->magic;
+	e->dir_size = di->size;
+	e->mnt_id = di->mnt_id;
+	e->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);
+	count(DIRAHEAD_CNT_EVENTS, 1);
+	return true;
+}
+
+/* A walker exited or exec'ed: its walk is over (DIRAHEAD_EV_END, scan_id 0). */
+static __always_inline void walker_end(__u32 tgid, __u32 reason)
+{
+	struct dirahead_walker *w = bpf_map_lookup_elem(&walkers, &tgid);
+	struct dirahead_event *e;
+
+	if (!w)
+		return;
+	bpf_map_delete_elem(&walkers, &tgid);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = DIRAHEAD_EV_END;
+	e->end_reason = reason;
+	e->tgid = tgid;
+	e->fd = -1;
+	e->ts_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, 0);
+	count(DIRAHEAD_CNT_EVENTS, 1);
+}
+
 static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -761,8 +837,11 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 	f = fd_file(task, fd);
 	if (!f || !file_dirinfo(f, &di))
 		return 0;
-	if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic) ||
-	    di.size < cfg->min_dir_size)
+	if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic))
+		return 0;
+	if (ret > 0 && walker_listing(tgid, fd, &di))
+		return 0;
+	if (di.size < cfg->min_dir_size)
 		return 0;
 	key.tgid = tgid;
 	key.dev = di.dev;
@@ -799,6 +878,7 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 		sc->dir_size = di.size;
 		sc->magic = di.magic;
 		sc->mnt_id = di.mnt_id;
+		sc->parent_ino = di.parent_ino;
 		sc->fd = -1;
 		adopt_name(sc, p, tgid, &di);
 		/* A control entry left by a daemon racing with the previous scan's end is stale. */
@@ -1162,6 +1242,7 @@ int BPF_PROG(dirahead_exit, struct task_struct *task)
 	/* Threads exit one by one; the state is the process's, so wait for the last one. */
 	if (task->signal->live.counter != 0)
 		return 0;
+	walker_end(task->tgid, DIRAHEAD_END_EXIT);
 	end_all(task->tgid, DIRAHEAD_END_EXIT);
 	return 0;
 }
@@ -1169,6 +1250,7 @@ int BPF_PROG(dirahead_exit, struct task_struct *task)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(dirahead_exec, struct task_struct *task)
 {
+	walker_end(task->tgid, DIRAHEAD_END_EXEC);
 	end_all(task->tgid, DIRAHEAD_END_EXEC);
 	return 0;
 }

@@ -262,6 +262,20 @@ struct dirahead_dir *dirahead_dir_submit(struct dirahead_engine *e, int dirfd,
  * the child has been opened. */
 struct dirahead_dir *dirahead_dir_submitat(struct dirahead_engine *e, struct dirahead_dir *parent,
 					   const char *name, const struct dirahead_dir_opts *opts);
+/*
+ * For opening subdirectories after their parent has finished (a walk that visits them in a
+ * later order): a held reference to the parent's fd, which outlives the directory handle.
+ * dirahead_dir_hold() works once the engine has opened the directory (from on_complete, say;
+ * NULL with EAGAIN before that or after on_dir_done); dirahead_dir_submitunder() opens `name`
+ * below it as dirahead_dir_submitat() does (no symlinks, no mount crossing); the fd is closed
+ * when the last holder lets go (dirahead_dirfd_put, NULL is fine) and no child still needs it.
+ */
+struct dirahead_dirfd;
+struct dirahead_dirfd *dirahead_dir_hold(struct dirahead_dir *d);
+void dirahead_dirfd_put(struct dirahead_dirfd *f);
+struct dirahead_dir *dirahead_dir_submitunder(struct dirahead_engine *e,
+					      struct dirahead_dirfd *parent, const char *name,
+					      const struct dirahead_dir_opts *opts);
 /* Moves the window: fetch entries with index < limit.  A lower limit than before stops further
  * submissions beyond it (requests already in flight complete).  Returns 0, or -EINVAL for NULL. */
 int dirahead_dir_set_limit(struct dirahead_dir *d, uint64_t limit);

@@ -18,7 +18,9 @@
 enum dirahead_event_type {
 	DIRAHEAD_EV_SCAN = 1,     /* a scan was confirmed: listing + confirm_stats matching stats */
 	DIRAHEAD_EV_PROGRESS = 2, /* the application moved on by progress_step stats (rate-limited) */
-	DIRAHEAD_EV_END = 3,      /* the application is done with the directory (see end_reason) */
+	DIRAHEAD_EV_END = 3,      /* the application is done with the directory (see end_reason);
+				   * scan_id 0: a walker (see `walkers`) exited or exec'ed */
+	DIRAHEAD_EV_LISTING = 4,  /* a walker started listing a directory (its first getdents) */
 };
 
 enum dirahead_end_reason {
@@ -67,6 +69,8 @@ struct dirahead_event {
 	__u64 lat_count;
 	__u64 mnt_id;      /* the mount it was listed through (unique per mount where the kernel
 			    * has mnt_id_unique): the cost model's memory is per mount */
+	__u64 parent_ino;  /* inode of the directory's parent (its dentry's), 0 if unknown: which
+			    * listing a new one is below, for tree-ahead (daemon/diraheadd/walk.c) */
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
@@ -146,6 +150,18 @@ struct dirahead_scan_ctl {
 	__u32 step;
 	__u32 flags;
 	__u32 mute_ms;
+};
+
+/*
+ * `walkers` (hash, key tgid): processes the daemon walks a tree ahead of.  Their listings on
+ * `dev` are not tracked as scans (the walk covers them); each new one is reported as a
+ * DIRAHEAD_EV_LISTING event instead, at the first getdents, with no confirming stats.  Their
+ * exit or exec is reported as DIRAHEAD_EV_END with scan_id 0, and the entry deleted.
+ */
+struct dirahead_walker {
+	__u32 dev;         /* DIRAHEAD_KDEV() of the walked filesystem */
+	__u32 pad;
+	__u64 last_ino;    /* BPF: the directory last reported (one event per listing) */
 };
 
 #endif /* DIRAHEAD_EVENT_H */

@@ -43,6 +43,11 @@ void da_config_defaults(struct da_config *c)
 		.mute_ms = 2000,
 		.depth_min = 4,
 		.max_filesystems = 256,
+		.walk_enabled = true,
+		.walk_max = 8,
+		.walk_open_dirs = 8,
+		.walk_ahead_dirs = 64,
+		.walk_ahead_entries = 8192,
 		.log_level = LOG_INFO,
 	};
 	c->metrics_address = strdup("127.0.0.1:9567");
@@ -193,6 +198,10 @@ static const struct uint_key uint_keys[] = {
 	U("policy", "mute_ms", mute_ms, 0, 3600000),
 	U("policy", "depth_min", depth_min, 1, 4096),
 	U("policy", "max_filesystems", max_filesystems, 1, 65536),
+	U("walk", "max_walks", walk_max, 1, 4096),
+	U("walk", "open_dirs", walk_open_dirs, 1, 1024),
+	U("walk", "ahead_dirs", walk_ahead_dirs, 1, 65536),
+	U("walk", "ahead_entries", walk_ahead_entries, 1, 1u << 24),
 };
 
 /* A decimal number from lo to hi. */
@@ -285,6 +294,9 @@ static int handler(void *user, const char *section, const char *name, const char
 				return ERR("[stop] hit_ratio: '%s' is not a number from 0 to 1", value);
 			return 1;
 		}
+	} else if (!strcmp(section, "walk")) {
+		if (!strcmp(name, "enabled"))
+			return parse_bool(value, &c->walk_enabled) ? 1 : ERR("[walk] enabled: '%s' is not yes or no", value);
 	} else if (!strcmp(section, "policy")) {
 		if (!strcmp(name, "enabled"))
 			return parse_bool(value, &c->policy_enabled) ? 1 : ERR("[policy] enabled: '%s' is not yes or no", value);

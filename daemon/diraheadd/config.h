@@ -47,6 +47,12 @@ struct da_config {
 	unsigned mute_ms;           /* a muted process's listings there are not tracked this long */
 	unsigned depth_min;         /* adaptive depth per scan: from this to depth_per_scan */
 	unsigned max_filesystems;   /* filesystems remembered */
+	/* [walk]: tree-ahead (walk.h) */
+	bool walk_enabled;          /* no: every directory of a walk is a scan of its own */
+	unsigned walk_max;          /* walks at once, all processes together */
+	unsigned walk_open_dirs;    /* directories one walk lists and prefetches at once */
+	unsigned walk_ahead_dirs;   /* directories listed ahead of the program, per walk */
+	unsigned walk_ahead_entries;/* entries prefetched ahead of the program, per walk */
 	struct da_strlist fs_include, fs_exclude;     /* filesystem type names */
 	struct da_strlist path_include, path_exclude; /* mount point / path prefixes */
 	struct da_strlist comm_include, comm_exclude; /* process names */

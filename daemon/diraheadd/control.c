@@ -102,6 +102,20 @@ static json_object *jstats(struct daemon *d)
 	json_object_object_add(o, "active_scans", json_object_new_uint64(scan_mgr_active(d->mgr)));
 	json_object_object_add(o, "requests_in_flight", json_object_new_uint64(scan_mgr_inflight(d->mgr)));
 	/* the cost model */
+	/* tree-ahead */
+	struct json_object *wended = json_object_new_object();
+	for (int i = 0; i < DA_WALK_END_MAX; i++)
+		json_object_object_add(wended, da_walk_end_reason_names[i],
+				       json_object_new_uint64(s->walks_ended[i]));
+	json_object_object_add(o, "walks_started", json_object_new_uint64(s->walks_started));
+	json_object_object_add(o, "walks_ended", wended);
+	json_object_object_add(o, "active_walks", json_object_new_uint64(scan_mgr_walks(d->mgr)));
+	json_object_object_add(o, "walk_listings", json_object_new_uint64(s->walk_listings));
+	json_object_object_add(o, "walk_dirs_opened", json_object_new_uint64(s->walk_dirs_opened));
+	json_object_object_add(o, "walk_dirs_ahead", json_object_new_uint64(s->walk_dirs_ahead));
+	json_object_object_add(o, "walk_dirs_late", json_object_new_uint64(s->walk_dirs_late));
+	json_object_object_add(o, "walk_dirs_skipped", json_object_new_uint64(s->walk_dirs_skipped));
+	json_object_object_add(o, "walk_not_entered", json_object_new_uint64(s->walk_not_entered));
 	json_object_object_add(o, "scans_muted", json_object_new_uint64(s->scans_muted));
 	json_object_object_add(o, "entries_wasted", json_object_new_uint64(s->entries_wasted));
 	json_object_object_add(o, "payoff_judgments", json_object_new_uint64(s->judged));

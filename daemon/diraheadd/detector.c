@@ -261,6 +261,22 @@ int detector_scan_mute(struct detector *d, uint32_t tgid, uint32_t dev_major, ui
 	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET | DIRAHEAD_CTL_MUTE, mute_ms);
 }
 
+int detector_walker_set(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor)
+{
+	struct dirahead_walker w = { .dev = DIRAHEAD_KDEV(dev_major, dev_minor) };
+
+	if (bpf_map__update_elem(d->skel->maps.walkers, &tgid, sizeof(tgid), &w, sizeof(w), 0))
+		return -errno;
+	return 0;
+}
+
+int detector_walker_clear(struct detector *d, uint32_t tgid)
+{
+	if (bpf_map__delete_elem(d->skel->maps.walkers, &tgid, sizeof(tgid), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 /* One per-CPU map value: one copy per possible CPU, each of vsize bytes (a multiple of 8, as
  * the kernel rounds them).  Returns the copies (free() them) and their number in *ncpu. */
 static void *percpu_lookup(struct bpf_map *map, uint32_t key, size_t vsize, int *ncpu, int *rc)

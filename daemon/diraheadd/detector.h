@@ -65,6 +65,10 @@ int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, 
  * does not pay there, and the rest of its walk then costs one map lookup per stat. */
 int detector_scan_mute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
 		       uint64_t ino, uint32_t mute_ms);
+/* The daemon walks a tree ahead of this process on that filesystem: report its listings there
+ * as DIRAHEAD_EV_LISTING and track them no more (struct dirahead_walker); clear undoes it. */
+int detector_walker_set(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor);
+int detector_walker_clear(struct detector *d, uint32_t tgid);
 int detector_counters(struct detector *d, struct detector_counters *out);
 /* Reads the application's stat latency histogram; 0 or -errno. */
 int detector_app_lat(struct detector *d, struct detector_app_lat *out);

@@ -144,6 +144,22 @@ char *metrics_text(struct daemon *d)
 	fprintf(f, "dirahead_app_stat_latency_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
 	fprintf(f, "dirahead_app_stat_latency_seconds_sum %.9f\n", (double)al.sum_ns / 1e9);
 	fprintf(f, "dirahead_app_stat_latency_seconds_count %llu\n", cum);
+	one(f, "dirahead_walks_started_total", "counter",
+	    "Walks started: tree-ahead for a process descending from a directory it scanned.", s->walks_started);
+	head(f, "dirahead_walks_ended_total", "counter", "Walks ended, by reason.");
+	for (int i = 0; i < DA_WALK_END_MAX; i++)
+		fprintf(f, "dirahead_walks_ended_total{reason=\"%s\"} %llu\n", da_walk_end_reason_names[i],
+			(unsigned long long)s->walks_ended[i]);
+	one(f, "dirahead_active_walks", "gauge", "Walks running now.", scan_mgr_walks(d->mgr));
+	head(f, "dirahead_walk_dirs_total", "counter",
+	     "Directories of walks: listed by the walk (opened), then listed by the program after the walk (ahead) or before it (late), or passed over by the program (skipped).");
+	fprintf(f, "dirahead_walk_dirs_total{outcome=\"opened\"} %llu\n", (unsigned long long)s->walk_dirs_opened);
+	fprintf(f, "dirahead_walk_dirs_total{outcome=\"ahead\"} %llu\n", (unsigned long long)s->walk_dirs_ahead);
+	fprintf(f, "dirahead_walk_dirs_total{outcome=\"late\"} %llu\n", (unsigned long long)s->walk_dirs_late);
+	fprintf(f, "dirahead_walk_dirs_total{outcome=\"skipped\"} %llu\n", (unsigned long long)s->walk_dirs_skipped);
+	one(f, "dirahead_walk_not_entered_total", "counter",
+	    "Subdirectories a walk did not enter: mount points, automount points, or failures to open.",
+	    s->walk_not_entered);
 	one(f, "dirahead_scans_muted_total", "counter",
 	    "Scans the cost model muted in BPF (prefetch would not pay): the process's further listings on that filesystem go untracked for mute_ms.",
 	    s->scans_muted);

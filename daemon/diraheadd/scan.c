@@ -19,6 +19,7 @@
 #include "log.h"
 #include "policy.h"
 #include "procdir.h"
+#include "walk.h"
 
 /* PROBING: confirmed, its stats being timed before the cost model decides (nothing open, not
  * counted against the limits).  OPENING and PREFETCHING count against them; FOLLOWING: all was
@@ -27,6 +28,7 @@ enum scan_state { SCAN_PROBING, SCAN_OPENING, SCAN_PREFETCHING, SCAN_FOLLOWING }
 static const char *const state_names[] = { "probing", "opening", "prefetching", "following" };
 
 struct scan {
+	uint32_t owner;             /* DA_OWNER_SCAN (engine dir_data, see walk.h) */
 	struct scan *next;
 	struct scan_mgr *mgr;
 	enum scan_state state;
@@ -71,6 +73,11 @@ struct scan_mgr {
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
 	unsigned nscans;
 	struct policy *pol;
+	struct walk_mgr *walks;
+	struct {                    /* the scan started last: a sibling of the next one? */
+		uint32_t tgid, dev_major, dev_minor;
+		uint64_t ino, parent_ino;
+	} last_start;
 	/* the daemon's CPU per prefetched entry: process CPU time against completions */
 	uint64_t cpu_from_ns, completed_total, completed_from;
 	uint32_t tick_major, tick_minor;
@@ -179,8 +186,9 @@ static bool cgroup_allowed(const struct scan_mgr *m, uint32_t pid)
 
 static void update_timer(struct scan_mgr *m)
 {
-	/* Armed only while scans run: an idle daemon has no timers and no wakeups. */
-	sd_event_source_set_enabled(m->timer_src, m->nscans ? SD_EVENT_ON : SD_EVENT_OFF);
+	/* Armed only while scans or walks run: an idle daemon has no timers and no wakeups. */
+	sd_event_source_set_enabled(m->timer_src, m->nscans || walk_mgr_count(m->walks)
+							  ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
 static void free_scan(struct scan *s)
@@ -352,6 +360,27 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	m->st->scans_started++;
 	log_info("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
 		 s->order == DIRAHEAD_ORDER_NAME ? "name" : s->order == DIRAHEAD_ORDER_INODE ? "inode" : "readdir");
+	/* It descends from a directory it scanned, or scans a second subdirectory of one parent:
+	 * a walker, help it ahead of where it goes. */
+	struct scan *parent = ev->parent_ino ? find_scan(m, s->tgid, s->dev_major, s->dev_minor,
+							 ev->parent_ino) : NULL;
+	bool sibling = ev->parent_ino && m->last_start.tgid == s->tgid &&
+		       m->last_start.dev_major == s->dev_major &&
+		       m->last_start.dev_minor == s->dev_minor &&
+		       m->last_start.parent_ino == ev->parent_ino && m->last_start.ino != ev->ino;
+	char top[DIRAHEAD_PATH_LEN];
+	if (parent)
+		snprintf(top, sizeof(top), "%s", parent->path);
+	else
+		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", s->dev_major, s->dev_minor,
+			 (unsigned long long)ev->parent_ino);
+	if ((parent || sibling) && walk_mgr_start(m->walks, ev, top))
+		update_timer(m);
+	m->last_start.tgid = s->tgid;
+	m->last_start.dev_major = s->dev_major;
+	m->last_start.dev_minor = s->dev_minor;
+	m->last_start.ino = ev->ino;
+	m->last_start.parent_ino = ev->parent_ino;
 	return 0;
 }
 
@@ -388,6 +417,9 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		return skip(m, ev, DA_SKIP_SMALL);
 	if (find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino))
 		return skip(m, ev, DA_SKIP_DUPLICATE);
+	/* its stats are served by the walk: timing them would judge our own prefetch */
+	if (walk_mgr_walking(m->walks, ev->tgid))
+		return skip(m, ev, DA_SKIP_WALKED);
 	if (m->cfg.dry_run) {
 		log_info("scan (dry run): pid %u (%s) %.256s", ev->tgid, comm, ev->path);
 		return skip(m, ev, DA_SKIP_DRY_RUN);
@@ -417,7 +449,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (!s)
 		return skip(m, ev, DA_SKIP_ENGINE);
 	*s = (struct scan){
-		.mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
+		.owner = DA_OWNER_SCAN, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
 		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
 		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
 		.stats_seen = ev->stats, .app_pos = ev->stats, .window = m->cfg.window_start,
@@ -495,6 +527,8 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 			s->probe_rounds++;
 		return;
 	}
+	if (walk_mgr_walking(m->walks, s->tgid))
+		return drop_probing(s, ev, DA_SKIP_WALKED);
 	bool fast = policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST;
 	log_debug("scan of %s by pid %u: stats cost %.1f us timed, %.1f us apart (%llu timed), "
 		  "prefetch pays above %.1f us: %s",
@@ -729,7 +763,18 @@ int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr)
 		on_progress(m, ev, false);
 		break;
 	case DIRAHEAD_EV_END:
-		on_end_event(m, ev);
+		if (ev->scan_id == 0)
+			walk_mgr_on_exit(m->walks, ev);
+		else
+			on_end_event(m, ev);
+		break;
+	case DIRAHEAD_EV_LISTING:
+		/* a walker's listing, as a SCAN event of it would be: its walk happens between the
+		 * stats of the scans above (see pays_off) */
+		for (struct scan *o = m->scans; o; o = o->next)
+			if (o->tgid == ev->tgid)
+				o->interleaved = true;
+		walk_mgr_on_listing(m->walks, ev);
 		break;
 	}
 	return 0;
@@ -739,24 +784,32 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 {
 	struct scan_mgr *m = data;
 	struct scan *s = c->dir_data;
-	if (c->error) {
-		s->failed++;
+	struct walk_fs fsid;
+	if (c->error)
 		m->st->errors[da_err_class_of(c->error)]++;
-	} else {
+	else
 		m->st->entries_prefetched++;
-	}
-	s->completed++;
 	da_stats_latency(m->st, c->latency_ns);
 	m->completed_total++;
+	if (s->owner == DA_OWNER_WALK) {
+		walk_fs_of(c->dir_data, &fsid);
+		walk_on_complete(c);
+	} else {
+		s->failed += c->error != 0;
+		s->completed++;
+		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id };
+	}
 	if (policy_enabled(m->pol)) {
-		policy_account_latency(scan_fs(s), c->latency_ns);
+		policy_account_latency(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor,
+						       fsid.magic, fsid.mnt_id, now_ns()),
+				       c->latency_ns);
 		if (m->tick_fs == 0) {
 			m->tick_fs = 1;
-			m->tick_major = s->dev_major;
-			m->tick_minor = s->dev_minor;
-			m->tick_magic = s->magic;
-			m->tick_mnt = s->mnt_id;
-		} else if (m->tick_major != s->dev_major || m->tick_minor != s->dev_minor) {
+			m->tick_major = fsid.dev_major;
+			m->tick_minor = fsid.dev_minor;
+			m->tick_magic = fsid.magic;
+			m->tick_mnt = fsid.mnt_id;
+		} else if (m->tick_major != fsid.dev_major || m->tick_minor != fsid.dev_minor) {
 			m->tick_fs = 2;
 		}
 	}
@@ -793,6 +846,11 @@ static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, voi
 	struct scan_mgr *m = data;
 	struct scan *s = dir_data;
 	(void)dir;
+	if (s->owner == DA_OWNER_WALK) {
+		walk_on_dir_done(dir_data, error);
+		update_timer(m);
+		return;
+	}
 	s->dir = NULL;
 	if (s->ending >= 0) {
 		free_scan(s);
@@ -831,8 +889,10 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 		if (s->ending < 0 && t - s->last_ns > idle)
 			end_scan(s, s->state == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
 	}
+	walk_mgr_tick(m->walks);
 	account_cpu(m);
 	sd_event_source_set_time(src, usec + 250000);
+	update_timer(m);
 	return 0;
 }
 
@@ -869,6 +929,11 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
+	m->walks = walk_mgr_new(loop, cfg, det, st, m->engine, m->pol);
+	if (!m->walks) {
+		snprintf(err, errlen, "cannot set up tree-ahead: %s", strerror(errno));
+		goto fail;
+	}
 	int r = sd_event_add_io(loop, &m->engine_src, dirahead_engine_fd(m->engine), EPOLLIN,
 				on_engine, m);
 	if (r >= 0)
@@ -891,6 +956,7 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
 {
 	m->cfg = *cfg;
 	policy_reconfigure(m->pol, cfg);
+	walk_mgr_reconfigure(m->walks, cfg);
 	if (!cfg->enabled) {
 		struct scan *s, *next;
 		for (s = m->scans; s; s = next) {
@@ -901,6 +967,7 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
 }
 
 unsigned scan_mgr_active(const struct scan_mgr *m) { return m->active; }
+unsigned scan_mgr_walks(const struct scan_mgr *m) { return walk_mgr_count(m->walks); }
 
 uint64_t scan_mgr_inflight(const struct scan_mgr *m)
 {
@@ -923,6 +990,17 @@ const char *scan_mgr_backend(const struct scan_mgr *m)
 	return dirahead_engine_backend(m->engine) == DIRAHEAD_BACKEND_URING ? "io_uring" : "threads";
 }
 
+static void walk_info_cb(const struct walk_info *w, void *ctx)
+{
+	struct fe { void (*fn)(const struct scan_info *, void *); void *ctx; } *fe = ctx;
+	struct scan_info i = {
+		.pid = w->pid, .comm = w->comm, .path = w->path, .entries = w->entries,
+		.app_pos = w->dirs_visited, .window = w->dirs_ahead, .state = "walking",
+		.age_s = w->age_s,
+	};
+	fe->fn(&i, fe->ctx);
+}
+
 void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx)
 {
 	uint64_t t = now_ns();
@@ -937,6 +1015,8 @@ void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, v
 		};
 		fn(&i, ctx);
 	}
+	struct fe { void (*fn)(const struct scan_info *, void *); void *ctx; } fe = { fn, ctx };
+	walk_mgr_foreach(m->walks, walk_info_cb, &fe);
 }
 
 void scan_mgr_free(struct scan_mgr *m)
@@ -949,6 +1029,7 @@ void scan_mgr_free(struct scan_mgr *m)
 		if (s->ending < 0)
 			end_scan(s, DA_END_SHUTDOWN);
 	}
+	walk_mgr_free(m->walks);
 	/* Engine teardown abandons requests stuck on a hung filesystem instead of waiting. */
 	dirahead_engine_free(m->engine);
 	while ((s = m->scans)) {

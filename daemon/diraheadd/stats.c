@@ -6,6 +6,7 @@
 #define X_NAME(e, s) s,
 const char *const da_end_reason_names[DA_END_MAX] = { DA_END_REASONS(X_NAME) };
 const char *const da_skip_reason_names[DA_SKIP_MAX] = { DA_SKIP_REASONS(X_NAME) };
+const char *const da_walk_end_reason_names[DA_WALK_END_MAX] = { DA_WALK_END_REASONS(X_NAME) };
 #undef X_NAME
 const char *const da_err_class_names[DA_ERR_MAX] = { "enoent", "eacces", "eio", "other" };
 

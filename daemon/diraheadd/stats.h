@@ -31,8 +31,21 @@
 	X(DRY_RUN, "dry_run")                                                                      \
 	X(FAST, "fast_stats")          /* the program's stats already cost less than prefetch */  \
 	X(FS_NO_GAIN, "fs_no_gain")    /* prefetch did not pay on this filesystem lately */        \
-	X(PROBE_ENDED, "probe_ended")  /* the program was done before the probe was */
+	X(PROBE_ENDED, "probe_ended")  /* the program was done before the probe was */            \
+	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */
 
+/* Why a walk (tree-ahead, walk.h) ended. */
+#define DA_WALK_END_REASONS(X)                                                                     \
+	X(EXITED, "process_exited")    /* the walker exited or exec'ed */                          \
+	X(LEFT, "left_tree")           /* it listed a directory outside the tree */                \
+	X(IDLE, "idle")                /* no listing and nothing to fetch for idle_timeout_ms */   \
+	X(NO_GAIN, "no_gain")          /* the filesystem's verdict turned to no_gain */            \
+	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
+	X(SHUTDOWN, "shutdown")
+
+#define X_ENUM(e, s) DA_WALK_END_##e,
+enum da_walk_end_reason { DA_WALK_END_REASONS(X_ENUM) DA_WALK_END_MAX };
+#undef X_ENUM
 #define X_ENUM(e, s) DA_END_##e,
 enum da_end_reason { DA_END_REASONS(X_ENUM) DA_END_MAX };
 #undef X_ENUM
@@ -61,6 +74,15 @@ struct da_stats {
 	/* the program's per-stat cost in judged stretches, without and with prefetch */
 	double judged_before_s, judged_after_s;
 	uint64_t judged;
+	/* tree-ahead */
+	uint64_t walks_started;
+	uint64_t walks_ended[DA_WALK_END_MAX];
+	uint64_t walk_listings;          /* listings of walkers reported by the detector */
+	uint64_t walk_dirs_opened;       /* directories the walks listed */
+	uint64_t walk_dirs_ahead;        /* ... that the program listed after the walk had opened them */
+	uint64_t walk_dirs_late;         /* ... that the program listed before the walk got there */
+	uint64_t walk_dirs_skipped;      /* opened ahead, then passed over by the program (pruned) */
+	uint64_t walk_not_entered;       /* subdirectories not entered: mount points, failures */
 	uint64_t reloads_ok, reloads_failed;
 	/* prefetch request latency: cumulative-on-output buckets, upper bounds da_latency_bounds */
 	uint64_t lat_bucket[DA_LAT_BUCKETS + 1];
@@ -73,6 +95,7 @@ void da_stats_latency(struct da_stats *s, uint64_t ns);
 
 extern const char *const da_end_reason_names[DA_END_MAX];
 extern const char *const da_skip_reason_names[DA_SKIP_MAX];
+extern const char *const da_walk_end_reason_names[DA_WALK_END_MAX];
 extern const char *const da_err_class_names[DA_ERR_MAX];
 enum da_err_class da_err_class_of(int err);
 

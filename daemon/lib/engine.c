@@ -1012,6 +1012,44 @@ struct dirahead_dir *dirahead_dir_submitat(struct dirahead_engine *e, struct dir
 	return d;
 }
 
+/* The public handle is the engine's own reference-counted fd. */
+struct dirahead_dirfd *dirahead_dir_hold(struct dirahead_dir *d)
+{
+	if (!d || d->state == DIR_DONE || !d->dfd) {
+		errno = d ? EAGAIN : EINVAL;
+		return NULL;
+	}
+	return (struct dirahead_dirfd *)da_fd_get(d->dfd);
+}
+
+void dirahead_dirfd_put(struct dirahead_dirfd *f)
+{
+	da_fd_put((struct da_fd *)f);
+}
+
+struct dirahead_dir *dirahead_dir_submitunder(struct dirahead_engine *e,
+					      struct dirahead_dirfd *parent, const char *name,
+					      const struct dirahead_dir_opts *opts)
+{
+	if (!e || !parent || !name || !*name || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, "..")) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct dirahead_dir *d = dir_new(e, opts);
+	if (!d)
+		return NULL;
+	d->name = strdup(name);
+	if (!d->name) {
+		free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->parent = da_fd_get((struct da_fd *)parent);
+	dir_enqueue(d);
+	return d;
+}
+
 struct dirahead_dir *da_dir_submit_batch(struct dirahead_engine *e, int fd, struct da_batch *b,
 					 void *data)
 {

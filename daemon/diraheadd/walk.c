@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+#include "walk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detector.h"
+#include "log.h"
+#include "policy.h"
+#include "procdir.h"
+
+/* Directories a walk knows at once (listed, or seen in a listing): memory stays bounded on any
+ * tree; beyond it subdirectories are not recorded and the walk narrows to what it has. */
+#define WALK_MAX_NODES 65536
+
+enum wn_state { WN_NEW, WN_OPEN, WN_DONE, WN_FAILED };
+
+struct walk;
+
+struct wnode {
+	uint32_t owner;             /* DA_OWNER_WALK */
+	struct walk *w;
+	struct wnode *parent;       /* NULL: the top, or a node dropped while its dir finishes */
+	struct wnode **kids;        /* subdirectories, sorted by the walk's order; [first, nkids) */
+	uint32_t nkids, capkids, first;
+	uint32_t kids_new;          /* kids still WN_NEW: the hold is needed to open them */
+	uint32_t new_below;         /* WN_NEW nodes below (not counting itself) */
+	enum wn_state state;
+	bool visited;               /* the program listed it */
+	bool ahead;                 /* opened by the walk, not yet listed by the program */
+	bool zombie;                /* dropped from the tree; freed when its dir is done */
+	struct wnode *zombie_next;  /* w->zombies */
+	char *last_name;            /* the kid the program listed last (for its order) */
+	uint64_t last_index;
+	uint64_t index, ino;
+	uint64_t completed;         /* entries fetched */
+	struct dirahead_dir *dir;
+	struct dirahead_dirfd *hold;
+	char name[];
+};
+
+struct walk {
+	struct walk *next;
+	struct walk_mgr *mgr;
+	uint64_t id;
+	uint32_t tgid, dev_major, dev_minor;
+	uint64_t magic, mnt_id;
+	uint64_t top_ino, top_parent_ino;
+	char comm[DIRAHEAD_COMM_LEN];
+	char path[DIRAHEAD_PATH_LEN];
+	struct wnode *root, *cursor;
+	void *by_ino;               /* tsearch tree of struct wnode *, by ino */
+	struct wnode *zombies;      /* dropped, their dirs still cancelling */
+	uint64_t pending_ino;       /* the program lists this one; not seen by the walk yet */
+	uint32_t nodes;
+	unsigned open, dirs_ahead;
+	uint64_t entries_ahead, entries, visited;
+	bool by_name;               /* the program visits subdirectories in name order */
+	unsigned votes_readdir, votes_name;
+	bool ending;
+	uint64_t start_ns, last_ns;
+};
+
+struct walk_mgr {
+	struct da_config cfg;
+	struct detector *det;
+	struct da_stats *st;
+	struct dirahead_engine *e;
+	struct policy *pol;
+	sd_event_source *opener_src;
+	int pipe[2];
+	struct walk *walks;
+	unsigned n;
+	uint64_t next_id;
+};
+
+struct open_job {
+	int pipe_fd;
+	uint64_t walk_id;
+	struct dirahead_event ev;
+};
+
+struct open_result {
+	uint64_t walk_id;
+	int fd;                     /* O_PATH fd of the top (the parent of ev's directory), or -errno */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_ino(const void *a, const void *b)
+{
+	const struct wnode *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static struct wnode *node_by_ino(struct walk *w, uint64_t ino)
+{
+	struct wnode key = { .ino = ino };
+	void *r = tfind(&key, &w->by_ino, cmp_ino);
+	return r ? *(struct wnode **)r : NULL;
+}
+
+/* The walk's order of siblings: as the program visits them. */
+static int cmp_kids(const struct walk *w, const struct wnode *a, const struct wnode *b)
+{
+	if (w->by_name)
+		return strcmp(a->name, b->name);
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
+{
+	for (struct walk *w = m->walks; w; w = w->next)
+		if (w->tgid == tgid && !w->ending)
+			return w;
+	return NULL;
+}
+
+static void new_below_add(struct wnode *n, int d)
+{
+	for (struct wnode *a = n->parent; a; a = a->parent)
+		a->new_below += (uint32_t)d;
+}
+
+/* A node leaves WN_NEW (opened, or dropped): its parent may let go of its fd. */
+static void left_new(struct wnode *n)
+{
+	new_below_add(n, -1);
+	struct wnode *p = n->parent;
+	if (p && p->kids_new && !--p->kids_new && p->state != WN_OPEN) {
+		dirahead_dirfd_put(p->hold);
+		p->hold = NULL;
+	}
+}
+
+static void free_walk(struct walk *w);
+
+static void node_free_mem(void *p)
+{
+	struct wnode *n = p;
+	free(n->kids);
+	free(n->last_name);
+	free(n);
+}
+
+/* Drops a subtree the program passed over (or the whole tree at the end): what was fetched
+ * ahead and never listed is wasted; open directories are cancelled and freed when done. */
+static void drop_subtree(struct walk *w, struct wnode *n)
+{
+	struct walk_mgr *m = w->mgr;
+	for (uint32_t i = n->first; i < n->nkids; i++)
+		drop_subtree(w, n->kids[i]);
+	free(n->kids);
+	n->kids = NULL;
+	n->nkids = n->first = n->capkids = 0;
+	tdelete(n, &w->by_ino, cmp_ino);
+	w->nodes--;
+	if (n->ahead) {
+		n->ahead = false;
+		w->dirs_ahead--;
+		w->entries_ahead -= n->completed;
+		m->st->entries_wasted += n->completed;
+		m->st->walk_dirs_skipped++;
+	}
+	dirahead_dirfd_put(n->hold);
+	n->hold = NULL;
+	n->parent = NULL;
+	if (n->dir) {
+		n->zombie = true;
+		n->zombie_next = w->zombies;
+		w->zombies = n;
+		dirahead_dir_cancel(n->dir);
+		return;
+	}
+	node_free_mem(n);
+}
+
+static void end_walk(struct walk *w, enum da_walk_end_reason why)
+{
+	struct walk_mgr *m = w->mgr;
+	if (w->ending)
+		return;
+	w->ending = true;
+	m->st->walks_ended[why]++;
+	detector_walker_clear(m->det, w->tgid);
+	log_info("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
+		 "prefetched, %.3f s", w->tgid, w->comm, w->path, da_walk_end_reason_names[why],
+		 (unsigned long long)w->visited, (unsigned long long)w->entries,
+		 (double)(now_ns() - w->start_ns) / 1e9);
+	if (w->root)
+		drop_subtree(w, w->root);
+	w->root = w->cursor = NULL;
+	if (!w->open)
+		free_walk(w);
+}
+
+static void free_walk(struct walk *w)
+{
+	struct walk_mgr *m = w->mgr;
+	for (struct walk **pp = &m->walks; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	m->n--;
+	tdestroy(w->by_ino, node_free_mem);
+	while (w->zombies) {
+		struct wnode *z = w->zombies;
+		w->zombies = z->zombie_next;
+		node_free_mem(z);
+	}
+	free(w);
+}
+
+static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
+{
+	struct walk_mgr *m = w->mgr;
+	struct pol_fs *fs = policy_fs_mount(m->pol, w->dev_major, w->dev_minor, w->magic, w->mnt_id,
+					    now_ns());
+	unsigned depth = policy_enabled(m->pol) ? policy_depth(m->pol, fs) : m->cfg.depth_per_scan;
+	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
+					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
+					   .depth = depth, .data = n };
+}
+
+static bool open_node(struct walk *w, struct wnode *n)
+{
+	struct walk_mgr *m = w->mgr;
+	struct dirahead_dir_opts o = dir_opts(w, n);
+	if (!n->parent || !n->parent->hold) {
+		left_new(n);
+		n->state = WN_FAILED;
+		return false;
+	}
+	n->dir = dirahead_dir_submitunder(m->e, n->parent->hold, n->name, &o);
+	left_new(n);
+	if (!n->dir) {
+		n->state = WN_FAILED;
+		m->st->walk_not_entered++;
+		return false;
+	}
+	n->state = WN_OPEN;
+	w->open++;
+	m->st->walk_dirs_opened++;
+	if (!n->visited) {
+		n->ahead = true;
+		w->dirs_ahead++;
+	}
+	return true;
+}
+
+/* First WN_NEW node in n's subtree, pre-order. */
+static struct wnode *first_new_in(struct wnode *n)
+{
+	for (uint32_t i = n->first; i < n->nkids; i++) {
+		struct wnode *k = n->kids[i];
+		if (k->state == WN_NEW)
+			return k;
+		if (k->new_below)
+			return first_new_in(k);
+	}
+	return NULL;
+}
+
+static int64_t kid_pos(const struct walk *w, const struct wnode *p, const struct wnode *k)
+{
+	uint32_t lo = p->first, hi = p->nkids;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = cmp_kids(w, p->kids[mid], k);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo; i < p->nkids && !cmp_kids(w, p->kids[i], k); i++)
+		if (p->kids[i] == k)
+			return i;
+	for (uint32_t i = p->first; i < p->nkids; i++) /* equal names: cannot happen; be safe */
+		if (p->kids[i] == k)
+			return i;
+	return -1;
+}
+
+/* The next directory to open: the first WN_NEW one after the program's position, pre-order. */
+static struct wnode *next_new(struct walk *w)
+{
+	struct wnode *c = w->cursor ? w->cursor : w->root;
+	if (!c)
+		return NULL;
+	if (c->new_below) {
+		struct wnode *n = first_new_in(c);
+		if (n)
+			return n;
+	}
+	for (struct wnode *x = c; x->parent; x = x->parent) {
+		struct wnode *p = x->parent;
+		if (!p->new_below)
+			continue;
+		int64_t pos = kid_pos(w, p, x);
+		for (uint32_t i = pos < 0 ? p->first : (uint32_t)pos + 1; i < p->nkids; i++) {
+			struct wnode *k = p->kids[i];
+			if (k->state == WN_NEW)
+				return k;
+			if (k->new_below)
+				return first_new_in(k);
+		}
+	}
+	return NULL;
+}
+
+static void pump(struct walk *w)
+{
+	struct walk_mgr *m = w->mgr;
+	while (!w->ending && w->open < m->cfg.walk_open_dirs &&
+	       w->dirs_ahead < m->cfg.walk_ahead_dirs && w->entries_ahead < m->cfg.walk_ahead_entries) {
+		struct wnode *n = next_new(w);
+		if (!n)
+			break;
+		open_node(w, n);
+	}
+}
+
+static void sort_all(struct walk *w, struct wnode *n)
+{
+	for (uint32_t i = n->first; i < n->nkids; i++)
+		sort_all(w, n->kids[i]);
+	/* insertion sort: small arrays, and mostly sorted already */
+	for (uint32_t i = n->first + 1; i < n->nkids; i++) {
+		struct wnode *k = n->kids[i];
+		uint32_t j = i;
+		while (j > n->first && cmp_kids(w, n->kids[j - 1], k) > 0) {
+			n->kids[j] = n->kids[j - 1];
+			j--;
+		}
+		n->kids[j] = k;
+	}
+}
+
+/* The program went on to `n` (a directory of the walk): hand it over and follow. */
+static void visit(struct walk *w, struct wnode *n)
+{
+	struct walk_mgr *m = w->mgr;
+	if (n->visited) {
+		w->cursor = n;
+		return;
+	}
+	n->visited = true;
+	w->visited++;
+	if (n->ahead) {
+		n->ahead = false;
+		w->dirs_ahead--;
+		w->entries_ahead -= n->completed;
+		m->st->walk_dirs_ahead++;
+	} else if (n->state == WN_NEW) {
+		m->st->walk_dirs_late++;
+		open_node(w, n); /* the program is there first: fetch it now, whatever the budget */
+	}
+	struct wnode *p = n->parent;
+	if (p) {
+		/* Its order: which comes first of the two siblings it listed last? */
+		if (p->last_name && strcmp(p->last_name, n->name)) {
+			w->votes_readdir += n->index > p->last_index;
+			w->votes_name += strcmp(n->name, p->last_name) > 0;
+			bool by_name = w->votes_name > w->votes_readdir;
+			if (by_name != w->by_name) {
+				w->by_name = by_name;
+				sort_all(w, w->root);
+				log_debug("walk of pid %u: subdirectories in %s order", w->tgid,
+					  by_name ? "name" : "readdir");
+			}
+		}
+		free(p->last_name);
+		p->last_name = strdup(n->name);
+		p->last_index = n->index;
+	}
+	/* Everything before `n` in the program's order was passed over (pruned, excluded, or
+	 * not of interest): drop it.  Only once its order is known for sure; a guess would drop
+	 * what it visits next. */
+	unsigned yes = w->by_name ? w->votes_name : w->votes_readdir;
+	unsigned no = w->by_name ? w->votes_readdir : w->votes_name;
+	if (yes >= 2 && yes >= 4 * no) {
+		for (struct wnode *k = n; k->parent; k = k->parent) {
+			struct wnode *a = k->parent;
+			int64_t pos = kid_pos(w, a, k);
+			if (pos < 0)
+				break;
+			for (uint32_t i = a->first; i < (uint32_t)pos; i++) {
+				struct wnode *x = a->kids[i];
+				if (x->new_below)
+					new_below_add(x, -(int)x->new_below);
+				if (x->state == WN_NEW)
+					left_new(x);
+				drop_subtree(w, x);
+			}
+			a->first = (uint32_t)pos;
+		}
+	}
+	w->cursor = n;
+}
+
+static struct wnode *node_new(struct walk *w, struct wnode *parent, const char *name,
+			      uint64_t index, uint64_t ino)
+{
+	size_t len = strlen(name);
+	struct wnode *n = calloc(1, sizeof(*n) + len + 1);
+	if (!n)
+		return NULL;
+	n->owner = DA_OWNER_WALK;
+	n->w = w;
+	n->parent = parent;
+	n->index = index;
+	n->ino = ino;
+	memcpy(n->name, name, len + 1);
+	void *r = tsearch(n, &w->by_ino, cmp_ino);
+	if (!r || *(struct wnode **)r != n) { /* a hard-linked directory seen twice: not again */
+		free(n);
+		return NULL;
+	}
+	w->nodes++;
+	return n;
+}
+
+static bool add_kid(struct walk *w, struct wnode *p, struct wnode *k)
+{
+	if (p->nkids == p->capkids) {
+		uint32_t cap = p->capkids ? p->capkids * 2 : 8;
+		struct wnode **v = realloc(p->kids, cap * sizeof(*v));
+		if (!v)
+			return false;
+		p->kids = v;
+		p->capkids = cap;
+	}
+	uint32_t j = p->nkids++;
+	while (j > p->first && cmp_kids(w, p->kids[j - 1], k) > 0) {
+		p->kids[j] = p->kids[j - 1];
+		j--;
+	}
+	p->kids[j] = k;
+	return true;
+}
+
+void walk_fs_of(const void *dir_data, struct walk_fs *fs)
+{
+	const struct walk *w = ((const struct wnode *)dir_data)->w;
+	*fs = (struct walk_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id };
+}
+
+void walk_on_complete(const struct dirahead_completion *c)
+{
+	struct wnode *n = c->dir_data;
+	struct walk *w = n->w;
+	struct walk_mgr *m = w->mgr;
+	n->completed++;
+	if (!c->error) {
+		w->entries++;
+		if (n->ahead)
+			w->entries_ahead++;
+	}
+	if (n->zombie || w->ending || !c->stx || !S_ISDIR(c->stx->stx_mode))
+		return;
+	/* As the program's own walk would see it without crossing filesystems: a mount point or
+	 * automount point is not entered (a symlink is no directory with AT_SYMLINK_NOFOLLOW). */
+	if ((c->stx->stx_attributes & (STATX_ATTR_MOUNT_ROOT | STATX_ATTR_AUTOMOUNT)) ||
+	    c->stx->stx_dev_major != w->dev_major || c->stx->stx_dev_minor != w->dev_minor) {
+		m->st->walk_not_entered++;
+		return;
+	}
+	if (w->nodes >= WALK_MAX_NODES)
+		return;
+	if (!n->hold && !(n->hold = dirahead_dir_hold(c->dir)))
+		return;
+	struct wnode *k = node_new(w, n, c->name, c->index, c->stx->stx_ino);
+	if (!k)
+		return;
+	if (!add_kid(w, n, k)) {
+		tdelete(k, &w->by_ino, cmp_ino);
+		w->nodes--;
+		free(k);
+		return;
+	}
+	n->kids_new++;
+	new_below_add(k, 1);
+	if (w->pending_ino == k->ino) {
+		w->pending_ino = 0;
+		visit(w, k);
+	}
+	pump(w);
+}
+
+void walk_on_dir_done(void *dir_data, int error)
+{
+	struct wnode *n = dir_data;
+	struct walk *w = n->w;
+	struct walk_mgr *m = w->mgr;
+	n->dir = NULL;
+	w->open--;
+	w->last_ns = now_ns();
+	if (n->zombie) {
+		for (struct wnode **pp = &w->zombies; *pp; pp = &(*pp)->zombie_next)
+			if (*pp == n) {
+				*pp = n->zombie_next;
+				break;
+			}
+		node_free_mem(n);
+		if (w->ending && !w->open)
+			free_walk(w);
+		return;
+	}
+	n->state = error ? WN_FAILED : WN_DONE;
+	if (error && error != ECANCELED) {
+		m->st->walk_not_entered++;
+		log_debug("walk of pid %u: %s: %s", w->tgid, n->name, strerror(error));
+	}
+	if (!n->kids_new) {
+		dirahead_dirfd_put(n->hold);
+		n->hold = NULL;
+	}
+	pump(w);
+}
+
+static void *opener_main(void *arg)
+{
+	struct open_job *job = arg;
+	struct open_result r = { .walk_id = job->walk_id, .fd = -ENOENT };
+	int fd = procdir_open(&job->ev);
+	if (fd >= 0) {
+		/* The parent as the program reached it: same mount, no symlink; checked by inode. */
+		struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+					.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
+		int pfd = (int)syscall(SYS_openat2, fd, "..", &how, sizeof(how));
+		r.fd = pfd < 0 ? -errno : pfd;
+		close(fd);
+		struct stat st;
+		if (pfd >= 0 && (fstat(pfd, &st) < 0 || st.st_ino != job->ev.parent_ino ||
+				 major(st.st_dev) != job->ev.dev_major ||
+				 minor(st.st_dev) != job->ev.dev_minor)) {
+			close(pfd);
+			r.fd = -ESTALE;
+		}
+	} else {
+		r.fd = fd;
+	}
+	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r) && r.fd >= 0)
+		close(r.fd);
+	free(job);
+	return NULL;
+}
+
+static struct walk *walk_by_id(struct walk_mgr *m, uint64_t id)
+{
+	for (struct walk *w = m->walks; w; w = w->next)
+		if (w->id == id)
+			return w;
+	return NULL;
+}
+
+static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct walk_mgr *m = userdata;
+	struct open_result r;
+	(void)src;
+	(void)revents;
+	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
+		struct walk *w = walk_by_id(m, r.walk_id);
+		if (!w || w->ending || w->root) {
+			if (r.fd >= 0)
+				close(r.fd);
+			continue;
+		}
+		if (r.fd < 0) {
+			log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path,
+				  strerror(-r.fd));
+			end_walk(w, DA_WALK_END_OPEN_FAILED);
+			continue;
+		}
+		struct wnode *root = node_new(w, NULL, ".", 0, w->top_parent_ino);
+		if (!root) {
+			close(r.fd);
+			end_walk(w, DA_WALK_END_OPEN_FAILED);
+			continue;
+		}
+		root->visited = true;
+		w->root = w->cursor = root;
+		struct dirahead_dir_opts o = dir_opts(w, root);
+		root->dir = dirahead_dir_submit(m->e, r.fd, &o);
+		close(r.fd);
+		if (!root->dir) {
+			end_walk(w, DA_WALK_END_OPEN_FAILED);
+			continue;
+		}
+		root->state = WN_OPEN;
+		w->open++;
+		w->visited++;
+	}
+	return 0;
+}
+
+bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid)
+{
+	for (const struct walk *w = m->walks; w; w = w->next)
+		if (w->tgid == tgid && !w->ending)
+			return true;
+	return false;
+}
+
+bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const char *top_path)
+{
+	if (!m->cfg.walk_enabled || !ev->parent_ino || ev->parent_ino == ev->ino ||
+	    m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid))
+		return false;
+	struct walk *w = calloc(1, sizeof(*w));
+	struct open_job *job = calloc(1, sizeof(*job));
+	if (!w || !job)
+		goto fail;
+	*w = (struct walk){ .mgr = m, .id = ++m->next_id, .tgid = ev->tgid,
+			    .dev_major = ev->dev_major, .dev_minor = ev->dev_minor,
+			    .magic = ev->magic, .mnt_id = ev->mnt_id, .top_ino = ev->ino,
+			    .top_parent_ino = ev->parent_ino, .pending_ino = ev->ino };
+	w->start_ns = w->last_ns = now_ns();
+	memcpy(w->comm, ev->comm, sizeof(w->comm));
+	w->comm[sizeof(w->comm) - 1] = '\0';
+	snprintf(w->path, sizeof(w->path), "%s", top_path);
+	*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev };
+	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0)
+		goto fail;
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	int r = pthread_create(&th, &attr, opener_main, job);
+	pthread_attr_destroy(&attr);
+	if (r) {
+		detector_walker_clear(m->det, ev->tgid);
+		goto fail;
+	}
+	w->next = m->walks;
+	m->walks = w;
+	m->n++;
+	m->st->walks_started++;
+	log_info("walk: pid %u (%s) descends from %s: listing the tree ahead of it",
+		 w->tgid, w->comm, w->path);
+	return true;
+fail:
+	free(w);
+	free(job);
+	return false;
+}
+
+void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	struct walk *w = walk_of(m, ev->tgid);
+	m->st->walk_listings++;
+	if (!w)
+		return;
+	w->last_ns = now_ns();
+	if (!w->root) { /* the top is still being opened */
+		w->pending_ino = ev->ino;
+		return;
+	}
+	struct wnode *n = node_by_ino(w, ev->ino);
+	if (n) {
+		w->pending_ino = 0;
+		visit(w, n);
+		pump(w);
+		return;
+	}
+	struct wnode *p = node_by_ino(w, ev->parent_ino);
+	if (p) {
+		/* below the tree, not seen yet (its parent's listing is under way) */
+		w->pending_ino = ev->ino;
+		w->cursor = p;
+		return;
+	}
+	log_debug("walk of pid %u: lists ino %llu, outside the tree", w->tgid,
+		  (unsigned long long)ev->ino);
+	end_walk(w, DA_WALK_END_LEFT);
+}
+
+void walk_mgr_on_exit(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	struct walk *w = walk_of(m, ev->tgid);
+	if (w)
+		end_walk(w, DA_WALK_END_EXITED);
+}
+
+bool walk_mgr_tick(struct walk_mgr *m)
+{
+	uint64_t t = now_ns(), idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
+	struct walk *w, *next;
+	for (w = m->walks; w; w = next) {
+		next = w->next;
+		if (w->ending)
+			continue;
+		if (!w->open && t - w->last_ns > idle) {
+			end_walk(w, DA_WALK_END_IDLE);
+			continue;
+		}
+		if (policy_enabled(m->pol)) {
+			struct pol_fs *fs = policy_fs_mount(m->pol, w->dev_major, w->dev_minor, w->magic,
+							    w->mnt_id, t);
+			if (fs->verdict == POL_NO_GAIN)
+				end_walk(w, DA_WALK_END_NO_GAIN);
+		}
+	}
+	return m->walks != NULL;
+}
+
+unsigned walk_mgr_count(const struct walk_mgr *m) { return m->n; }
+
+void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, void *), void *ctx)
+{
+	uint64_t t = now_ns();
+	for (struct walk *w = m->walks; w; w = w->next) {
+		if (w->ending)
+			continue;
+		struct walk_info i = { .pid = w->tgid, .comm = w->comm, .path = w->path,
+				       .entries = w->entries, .dirs_visited = w->visited,
+				       .dirs_ahead = w->dirs_ahead,
+				       .age_s = (double)(t - w->start_ns) / 1e9 };
+		fn(&i, ctx);
+	}
+}
+
+struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol)
+{
+	struct walk_mgr *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->cfg = *cfg;
+	m->det = det;
+	m->st = st;
+	m->e = e;
+	m->pol = pol;
+	m->pipe[0] = m->pipe[1] = -1;
+	if (pipe2(m->pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    sd_event_add_io(loop, &m->opener_src, m->pipe[0], EPOLLIN, on_opened, m) < 0) {
+		walk_mgr_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void walk_mgr_reconfigure(struct walk_mgr *m, const struct da_config *cfg)
+{
+	m->cfg = *cfg;
+	if (!cfg->enabled || !cfg->walk_enabled)
+		for (struct walk *w = m->walks, *next; w; w = next) {
+			next = w->next;
+			end_walk(w, DA_WALK_END_SHUTDOWN);
+		}
+}
+
+void walk_mgr_free(struct walk_mgr *m)
+{
+	if (!m)
+		return;
+	while (m->walks) {
+		struct walk *w = m->walks;
+		end_walk(w, DA_WALK_END_SHUTDOWN);
+		if (m->walks == w) /* dirs still cancelling: the engine is freed next, no callbacks */
+			free_walk(w);
+	}
+	sd_event_source_disable_unref(m->opener_src);
+	if (m->pipe[0] >= 0)
+		close(m->pipe[0]);
+	/* The write end stays open: a detached opener stuck on a hung filesystem may still write. */
+	free(m);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * Tree-ahead: a process that descends from a scanned directory into one of its subdirectories
+ * is a walker.  Its walk lists the tree from that parent down, pre-order, in the order the
+ * program visits subdirectories (readdir or name, learnt from its listings), a budget ahead of
+ * the program (directories open, directories and entries ahead), and prefetches the entries'
+ * attributes.  The detector then reports the walker's listings (DIRAHEAD_EV_LISTING) instead of
+ * tracking them as scans: each one moves the walk's cursor, hands the directory over (already
+ * fetched: nothing to confirm, open or ramp) and drops subtrees the program passed over.
+ * Symlinks, mount and automount points are never entered.
+ */
+#ifndef DIRAHEAD_WALK_H
+#define DIRAHEAD_WALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+#include "config.h"
+#include "dirahead.h"
+#include "dirahead_event.h"
+#include "stats.h"
+
+/* First field of the engine's dir_data of scans and of walks, to tell them apart. */
+#define DA_OWNER_SCAN 0x5343414eu
+#define DA_OWNER_WALK 0x57414c4bu
+
+struct detector;
+struct policy;
+struct walk_mgr;
+
+struct walk_info {
+	uint32_t pid;
+	const char *comm;
+	const char *path;      /* the program's name for the top of the walk */
+	uint64_t entries;      /* entries prefetched */
+	uint64_t dirs_visited; /* directories the program listed */
+	uint64_t dirs_ahead;   /* directories listed ahead of it now */
+	double age_s;
+};
+
+struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol);
+void walk_mgr_reconfigure(struct walk_mgr *w, const struct da_config *cfg);
+/* A scan of `ev` started and its parent directory (top_path: the program's name for it) is a
+ * scan of the same process: start a walk from that parent.  true if one started. */
+bool walk_mgr_start(struct walk_mgr *w, const struct dirahead_event *ev, const char *top_path);
+bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid);
+void walk_mgr_on_listing(struct walk_mgr *w, const struct dirahead_event *ev);
+/* DIRAHEAD_EV_END with scan_id 0: the walker is gone. */
+void walk_mgr_on_exit(struct walk_mgr *w, const struct dirahead_event *ev);
+/* The filesystem a walk's directory is on (dir_data of DA_OWNER_WALK), for the cost model. */
+struct walk_fs {
+	uint32_t dev_major, dev_minor;
+	uint64_t magic, mnt_id;
+};
+void walk_fs_of(const void *dir_data, struct walk_fs *fs);
+/* Engine callbacks for dir_data whose owner is DA_OWNER_WALK. */
+void walk_on_complete(const struct dirahead_completion *c);
+void walk_on_dir_done(void *dir_data, int error);
+/* Ends idle walks and walks on filesystems where prefetch stopped paying; true while any run. */
+bool walk_mgr_tick(struct walk_mgr *w);
+unsigned walk_mgr_count(const struct walk_mgr *w);
+void walk_mgr_foreach(struct walk_mgr *w, void (*fn)(const struct walk_info *, void *), void *ctx);
+/* Ends every walk; never waits for a hung filesystem.  Call before freeing the engine. */
+void walk_mgr_free(struct walk_mgr *w);
+
+#endif
