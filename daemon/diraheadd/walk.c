@@ -57,6 +57,7 @@ struct walk {
 	uint32_t tgid, dev_major, dev_minor;
 	uint64_t magic, mnt_id;
 	uint64_t top_ino, top_parent_ino;
+	uint64_t up_ino;            /* the top's parent: a listing of its other children re-roots */
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	struct wnode *root, *cursor;
@@ -65,6 +66,7 @@ struct walk {
 	uint64_t pending_ino;       /* the program lists this one; not seen by the walk yet */
 	uint32_t nodes;
 	unsigned open, dirs_ahead;
+	unsigned window;            /* directories ahead allowed now: narrows on skips, AIMD */
 	uint64_t entries_ahead, entries, visited;
 	bool by_name;               /* the program visits subdirectories in name order */
 	unsigned votes_readdir, votes_name;
@@ -94,6 +96,7 @@ struct open_job {
 struct open_result {
 	uint64_t walk_id;
 	int fd;                     /* O_PATH fd of the top (the parent of ev's directory), or -errno */
+	uint64_t up_ino;            /* inode of the top's parent (0: not known) */
 };
 
 static uint64_t now_ns(void)
@@ -177,6 +180,9 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 		w->entries_ahead -= n->completed;
 		m->st->entries_wasted += n->completed;
 		m->st->walk_dirs_skipped++;
+		/* the program passes over what we fetch ahead: look less far ahead */
+		if (!w->ending)
+			w->window = w->window > 2 ? w->window / 2 : 1;
 	}
 	dirahead_dirfd_put(n->hold);
 	n->hold = NULL;
@@ -328,8 +334,10 @@ static struct wnode *next_new(struct walk *w)
 static void pump(struct walk *w)
 {
 	struct walk_mgr *m = w->mgr;
+	if (w->window > m->cfg.walk_ahead_dirs) /* lowered by a reload */
+		w->window = m->cfg.walk_ahead_dirs;
 	while (!w->ending && w->open < m->cfg.walk_open_dirs &&
-	       w->dirs_ahead < m->cfg.walk_ahead_dirs && w->entries_ahead < m->cfg.walk_ahead_entries) {
+	       w->dirs_ahead < w->window && w->entries_ahead < m->cfg.walk_ahead_entries) {
 		struct wnode *n = next_new(w);
 		if (!n)
 			break;
@@ -368,6 +376,8 @@ static void visit(struct walk *w, struct wnode *n)
 		w->dirs_ahead--;
 		w->entries_ahead -= n->completed;
 		m->st->walk_dirs_ahead++;
+		if (w->window < m->cfg.walk_ahead_dirs)
+			w->window++;
 	} else if (n->state == WN_NEW) {
 		m->st->walk_dirs_late++;
 		open_node(w, n); /* the program is there first: fetch it now, whatever the budget */
@@ -553,6 +563,10 @@ static void *opener_main(void *arg)
 				 minor(st.st_dev) != job->ev.dev_minor)) {
 			close(pfd);
 			r.fd = -ESTALE;
+		} else if (pfd >= 0 && fstatat(pfd, "..", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   major(st.st_dev) == job->ev.dev_major &&
+			   minor(st.st_dev) == job->ev.dev_minor) {
+			r.up_ino = st.st_ino;
 		}
 	} else {
 		r.fd = fd;
@@ -598,6 +612,7 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 		}
 		root->visited = true;
 		w->root = w->cursor = root;
+		w->up_ino = r.up_ino;
 		struct dirahead_dir_opts o = dir_opts(w, root);
 		root->dir = dirahead_dir_submit(m->e, r.fd, &o);
 		close(r.fd);
@@ -634,6 +649,7 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const c
 			    .magic = ev->magic, .mnt_id = ev->mnt_id, .top_ino = ev->ino,
 			    .top_parent_ino = ev->parent_ino, .pending_ino = ev->ino };
 	w->start_ns = w->last_ns = now_ns();
+	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
 	w->comm[sizeof(w->comm) - 1] = '\0';
 	snprintf(w->path, sizeof(w->path), "%s", top_path);
@@ -691,7 +707,16 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	}
 	log_debug("walk of pid %u: lists ino %llu, outside the tree", w->tgid,
 		  (unsigned long long)ev->ino);
+	uint64_t up = w->up_ino;
 	end_walk(w, DA_WALK_END_LEFT);
+	/* A sibling of the top: the program walks the directory above (it listed it to find this
+	 * one), so walk from there. */
+	if (up && ev->parent_ino == up) {
+		char top[DIRAHEAD_PATH_LEN];
+		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
+			 (unsigned long long)up);
+		walk_mgr_start(m, ev, top);
+	}
 }
 
 void walk_mgr_on_exit(struct walk_mgr *m, const struct dirahead_event *ev)

@@ -100,6 +100,18 @@ bad policy-fs-zero '[policy]\nmax_filesystems = 0\n' 2 '[policy] max_filesystems
 bad policy-fs-high '[policy]\nmax_filesystems = 65537\n' 2 '[policy] max_filesystems:'
 bad policy-fs-text '[policy]\nmax_filesystems = all\n' 2 '[policy] max_filesystems:'
 bad policy-in-wrong-section '[prefetch]\ndepth_min = 4\n' 2 '[prefetch] depth_min: unknown key'
+# [walk]
+bad walk-enabled '[walk]\nenabled = often\n' 2 '[walk] enabled:'
+bad walk-unknown-key '[walk]\ndepth = 3\n' 2 '[walk] depth: unknown key'
+bad walk-max-zero '[walk]\nmax_walks = 0\n' 2 '[walk] max_walks:'
+bad walk-max-high '[walk]\nmax_walks = 4097\n' 2 '[walk] max_walks:'
+bad walk-open-zero '[walk]\nopen_dirs = 0\n' 2 '[walk] open_dirs:'
+bad walk-open-high '[walk]\nopen_dirs = 1025\n' 2 '[walk] open_dirs:'
+bad walk-ahead-dirs-text '[walk]\nahead_dirs = lots\n' 2 '[walk] ahead_dirs:'
+bad walk-ahead-dirs-high '[walk]\nahead_dirs = 65537\n' 2 '[walk] ahead_dirs:'
+bad walk-ahead-entries-zero '[walk]\nahead_entries = 0\n' 2 '[walk] ahead_entries:'
+bad walk-ahead-entries-high '[walk]\nahead_entries = 16777217\n' 2 '[walk] ahead_entries:'
+bad walk-ahead-entries-negative '[walk]\nahead_entries = -1\n' 2 '[walk] ahead_entries:'
 info "$nbad bad files rejected by --check-config and by the daemon"
 
 # A file that cannot be read: named, exit 1, both ways.  Root reads anything, so the check runs as
@@ -152,6 +164,12 @@ reprobe_s = 30
 mute_ms = 500
 depth_min = 2
 max_filesystems = 64
+[walk]
+enabled = yes
+max_walks = 4
+open_dirs = 4
+ahead_dirs = 32
+ahead_entries = 4096
 [filter]
 fs_include = ext4, xfs, fuse*
 fs_exclude = nfs
@@ -171,7 +189,9 @@ expect_exit 0 "$D" --check-config --config "$T/full.conf"
 # [policy] at both ends of every range
 printf '[policy]\nenabled = yes\nprobe_stats = 2\nstart_factor = 0\nentry_cost_us = 1\ngain_stats = 8\nmin_gain = 1\nreprobe_s = 1\nmute_ms = 0\ndepth_min = 1\nmax_filesystems = 1\n' >"$T/policy-low.conf"
 printf '[policy]\nenabled = off\nprobe_stats = 100000\nstart_factor = 1000\nentry_cost_us = 1000000\ngain_stats = 1000000\nmin_gain = 100\nreprobe_s = 86400\nmute_ms = 3600000\ndepth_min = 4096\nmax_filesystems = 65536\n' >"$T/policy-high.conf"
-for f in policy-low policy-high; do
+printf '[walk]\nenabled = no\nmax_walks = 1\nopen_dirs = 1\nahead_dirs = 1\nahead_entries = 1\n' >"$T/walk-low.conf"
+printf '[walk]\nenabled = yes\nmax_walks = 4096\nopen_dirs = 1024\nahead_dirs = 65536\nahead_entries = 16777216\n' >"$T/walk-high.conf"
+for f in policy-low policy-high walk-low walk-high; do
 	expect_exit 0 "$D" --check-config "$T/$f.conf"
 	assert_eq "$OUT" "$T/$f.conf: valid" "--check-config on $f.conf"
 done

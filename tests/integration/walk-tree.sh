@@ -26,7 +26,7 @@ for r, ds, fs in os.walk(sys.argv[1]):
     for f in fs:
         os.lstat(os.path.join(r, f))
 PY
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
 slowfs_mount "$T/back" "$T/mnt" --latency-us 200
 M=$T/mnt/tree
 
@@ -43,18 +43,21 @@ run() { # TOOL: runs it over the tree with cold caches; prints the lookups it se
 	esac
 	pid=$!
 	wait $pid || fail "$1 failed"
-	slowfs_stat "pid.$pid.lookup"
+	LAST_PID=$pid
+	slowfs_stat "pid.$pid.lookup" >"$T/own"
 }
 
 TOOLS="find du rsync tar os.walk"
 declare -A off
-for t in $TOOLS; do off[$t]=$(run $t); done
+for t in $TOOLS; do run $t; off[$t]=$(cat "$T/own"); done
 daemon_start
 for t in $TOOLS; do
 	a0=$(daemon_stat walk_dirs_ahead)
-	on=$(run $t)
+	run $t
+	on=$(cat "$T/own")
 	ahead=$(($(daemon_stat walk_dirs_ahead) - a0))
 	info "$t: $on lookups with the daemon, ${off[$t]} without; $ahead directories listed ahead of it"
+	[ $((on * 10)) -le "${off[$t]}" ] || grep -E "pid $LAST_PID\b" "$DAEMON_LOG" | head -20
 	assert_ge "${off[$t]}" $((D * F)) "$t: lookups without the daemon"
 	assert_le $((on * 10)) "${off[$t]}" "$t: its own lookups with the daemon x10"
 	assert_ge "$ahead" $((D * 8 / 10)) "$t: directories the walk listed before it did"
