@@ -25,7 +25,7 @@ endif
 DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev \
             liburing-dev libfuse3-dev fuse3 libcmocka-dev libsystemd-dev libinih-dev \
             libmicrohttpd-dev libjson-c-dev rsync python3 tar findutils coreutils \
-            e2fsprogs xfsprogs util-linux procps psmisc curl iproute2
+            e2fsprogs xfsprogs btrfs-progs util-linux procps psmisc curl iproute2
 # packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
 DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted

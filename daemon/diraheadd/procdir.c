@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK)
@@ -18,21 +17,37 @@ static int sys_openat2(int dfd, const char *path, struct open_how *how)
 	return (int)syscall(SYS_openat2, dfd, path, how, sizeof(*how));
 }
 
-/* Only the device+inode BPF saw counts: paths and fds can be renamed or reused under us. */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x4000U	/* Linux 6.8 */
+#endif
+
+/* Identity by the mount and inode BPF saw.  Not by device number: BPF sees the superblock's
+ * s_dev, while stat reports what the filesystem says, and on btrfs that is a per-subvolume
+ * anonymous device.  The mount id is what BPF read from the file's vfsmount (unique where the
+ * kernel has mnt_id_unique, which statx then also returns); the device is the fallback where
+ * statx knows no mount id. */
+int procdir_same(int dfd, const char *name, const struct dirahead_event *ev, uint64_t ino)
+{
+	struct statx stx;
+	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH),
+		  STATX_TYPE | STATX_INO | STATX_MNT_ID | STATX_MNT_ID_UNIQUE, &stx) < 0)
+		return -errno;
+	if (!S_ISDIR(stx.stx_mode) || stx.stx_ino != ino)
+		return -ESTALE;
+	if (ev->mnt_id && (stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)))
+		return stx.stx_mnt_id == ev->mnt_id ? 0 : -ESTALE;
+	return stx.stx_dev_major == ev->dev_major && stx.stx_dev_minor == ev->dev_minor ? 0 : -ESTALE;
+}
+
+/* Only the directory BPF saw counts: paths and fds can be renamed or reused under us. */
 static int verify(int fd, const struct dirahead_event *ev)
 {
-	struct stat st;
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
+	int r = procdir_same(fd, "", ev, ev->ino);
+	if (r < 0) {
 		close(fd);
-		return -e;
-	}
-	if (!S_ISDIR(st.st_mode) || major(st.st_dev) != ev->dev_major ||
-	    minor(st.st_dev) != ev->dev_minor || st.st_ino != ev->ino) {
-		close(fd);
-		return -ESTALE;
+		return r;
 	}
 	return fd;
 }

@@ -3,15 +3,22 @@
 #ifndef DIRAHEAD_PROCDIR_H
 #define DIRAHEAD_PROCDIR_H
 
+#include <stdint.h>
+
 #include "dirahead_event.h"
 
 /*
  * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID, so
  * that processes in other mount namespaces and chroots resolve as they see it, and returns an
- * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if its device and inode are those BPF saw.
+ * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if it is the directory BPF saw (procdir_same).
  * Returns -ENOENT when nothing opened (process gone, directory gone), -ESTALE when something
  * opened but was another directory, other -errno otherwise.
  */
 int procdir_open(const struct dirahead_event *ev);
+
+/* 0 if NAME under DFD ("" for DFD itself; symlinks not followed) is a directory with inode INO
+ * on the mount ev was listed through, -ESTALE if it is something else, -errno if it cannot be
+ * stat'ed. */
+int procdir_same(int dfd, const char *name, const struct dirahead_event *ev, uint64_t ino);
 
 #endif

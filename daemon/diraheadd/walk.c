@@ -56,6 +56,7 @@ struct walk {
 	uint64_t id;
 	uint32_t tgid, dev_major, dev_minor;
 	uint64_t magic, mnt_id;
+	dev_t sdev;                 /* the device stat reports for the root (not BPF's s_dev on btrfs) */
 	uint64_t top_ino, top_parent_ino;
 	uint64_t up_ino;            /* the top's parent: a listing of its other children re-roots */
 	char comm[DIRAHEAD_COMM_LEN];
@@ -486,9 +487,12 @@ void walk_on_complete(const struct dirahead_completion *c)
 	if (n->zombie || w->ending || !c->stx || !S_ISDIR(c->stx->stx_mode))
 		return;
 	/* As the program's own walk would see it without crossing filesystems: a mount point or
-	 * automount point is not entered (a symlink is no directory with AT_SYMLINK_NOFOLLOW). */
+	 * automount point is not entered (a symlink is no directory with AT_SYMLINK_NOFOLLOW).
+	 * Where statx reports mount roots, that decides (a btrfs subvolume has a device of its own
+	 * but is no mount, and the program enters it); elsewhere a change of device does. */
+	bool mount_known = c->stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT;
 	if ((c->stx->stx_attributes & (STATX_ATTR_MOUNT_ROOT | STATX_ATTR_AUTOMOUNT)) ||
-	    c->stx->stx_dev_major != w->dev_major || c->stx->stx_dev_minor != w->dev_minor) {
+	    (!mount_known && makedev(c->stx->stx_dev_major, c->stx->stx_dev_minor) != w->sdev)) {
 		m->st->walk_not_entered++;
 		return;
 	}
@@ -558,14 +562,11 @@ static void *opener_main(void *arg)
 		r.fd = pfd < 0 ? -errno : pfd;
 		close(fd);
 		struct stat st;
-		if (pfd >= 0 && (fstat(pfd, &st) < 0 || st.st_ino != job->ev.parent_ino ||
-				 major(st.st_dev) != job->ev.dev_major ||
-				 minor(st.st_dev) != job->ev.dev_minor)) {
+		if (pfd >= 0 && procdir_same(pfd, "", &job->ev, job->ev.parent_ino) < 0) {
 			close(pfd);
 			r.fd = -ESTALE;
 		} else if (pfd >= 0 && fstatat(pfd, "..", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			   major(st.st_dev) == job->ev.dev_major &&
-			   minor(st.st_dev) == job->ev.dev_minor) {
+			   procdir_same(pfd, "..", &job->ev, st.st_ino) == 0) {
 			r.up_ino = st.st_ino;
 		}
 	} else {
@@ -610,6 +611,8 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 			end_walk(w, DA_WALK_END_OPEN_FAILED);
 			continue;
 		}
+		struct stat st;
+		w->sdev = fstat(r.fd, &st) == 0 ? st.st_dev : makedev(w->dev_major, w->dev_minor);
 		root->visited = true;
 		w->root = w->cursor = root;
 		w->up_ino = r.up_ino;
