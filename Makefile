@@ -158,6 +158,8 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/l
 # The cost model is pure bookkeeping: its unit test links policy.o alone.
 $(BUILD)/tests/unit/test_policy: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_order: $(BUILD)/daemon/diraheadd/order.o
+$(BUILD)/tests/unit/test_order: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)

@@ -50,7 +50,7 @@ struct dirahead_event {
 	__u64 ino;         /* the directory's inode number */
 	__u64 magic;       /* superblock s_magic, so pseudo filesystems are skipped without opening */
 	__u64 dir_size;    /* i_size of the directory inode */
-	__u64 listed;      /* directory entries returned by getdents so far */
+	__u64 listed;      /* bytes of records getdents64 returned so far (not parsed per entry) */
 	__u64 stats;       /* stats matched to this directory so far */
 	__u64 scan_id;     /* unique per (process, directory) scan; same on every event of a scan */
 	__u64 ts_ns;       /* bpf_ktime_get_ns() when the event was made */

@@ -2,23 +2,31 @@
 #include "cgroup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "procdir.h"
 
 int cgroup_of(uint32_t pid, char *buf, size_t len)
 {
-	char p[64], *line = NULL;
+	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	int r = -ENOENT;
 
-	snprintf(p, sizeof(p), "/proc/%u/cgroup", pid);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
+	int fd = procdir_open_pid(pid, "cgroup", O_RDONLY | O_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "re");
+	if (!f) {
+		r = errno == ENOENT ? -ESRCH : -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	/* v1 hierarchies come first ("N:controllers:/path"); the v2 one is "0::/path". */
 	while ((n = getline(&line, &cap, f)) > 0) {
 		if (strncmp(line, "0::", 3) != 0)

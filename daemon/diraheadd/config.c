@@ -50,6 +50,7 @@ void da_config_defaults(struct da_config *c)
 		.walk_ahead_entries = 8192,
 		.log_level = LOG_INFO,
 	};
+	c->proc_path = strdup("/proc");
 	c->metrics_address = strdup("127.0.0.1:9567");
 	c->socket_path = strdup(DA_SOCKET_PATH);
 	c->socket_group = strdup("");
@@ -72,10 +73,11 @@ void da_config_free(struct da_config *c)
 	strlist_free(&c->comm_exclude);
 	strlist_free(&c->cgroup_include);
 	strlist_free(&c->cgroup_exclude);
+	free(c->proc_path);
 	free(c->metrics_address);
 	free(c->socket_path);
 	free(c->socket_group);
-	c->metrics_address = c->socket_path = c->socket_group = NULL;
+	c->proc_path = c->metrics_address = c->socket_path = c->socket_group = NULL;
 }
 
 struct parse_ctx {
@@ -255,6 +257,11 @@ static int handler(void *user, const char *section, const char *name, const char
 					return 1;
 				}
 			return ERR("[daemon] log_level: '%s' is not one of err, warning, notice, info, debug", value);
+		}
+		if (!strcmp(name, "proc")) {
+			if (value[0] != '/')
+				return ERR("[daemon] proc: '%s' is not an absolute path", value);
+			return set_str(&c->proc_path, value);
 		}
 	} else if (!strcmp(section, "detect")) {
 		if (!strcmp(name, "min_dir_size")) {

@@ -57,6 +57,7 @@ struct da_config {
 	struct da_strlist path_include, path_exclude; /* mount point / path prefixes */
 	struct da_strlist comm_include, comm_exclude; /* process names */
 	struct da_strlist cgroup_include, cgroup_exclude;
+	char *proc_path;            /* the procfs whose PIDs are BPF's (the host's); restart to change */
 	char *metrics_address;      /* host:port, empty = off */
 	char *socket_path;
 	char *socket_group;         /* group allowed on the control socket besides root; empty = root only */

@@ -117,6 +117,8 @@ static json_object *jstats(struct daemon *d)
 	json_object_object_add(o, "walk_dirs_skipped", json_object_new_uint64(s->walk_dirs_skipped));
 	json_object_object_add(o, "walk_not_entered", json_object_new_uint64(s->walk_not_entered));
 	json_object_object_add(o, "scans_muted", json_object_new_uint64(s->scans_muted));
+	json_object_object_add(o, "order_inode", json_object_new_uint64(s->orders_learnt[0]));
+	json_object_object_add(o, "order_name", json_object_new_uint64(s->orders_learnt[1]));
 	json_object_object_add(o, "entries_wasted", json_object_new_uint64(s->entries_wasted));
 	json_object_object_add(o, "payoff_judgments", json_object_new_uint64(s->judged));
 	json_object_object_add(o, "app_stat_us_before",

@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "detector.h"
 #include "httpd.h"
+#include "procdir.h"
 #include "log.h"
 #include "scan.h"
 
@@ -47,7 +48,7 @@ static void bpf_config(const struct da_config *c, struct dirahead_bpf_config *b)
 {
 	*b = (struct dirahead_bpf_config){
 		.enabled = c->enabled,
-		.self_tgid = (__u32)getpid(),
+		.self_tgid = procdir_self_tgid(),
 		.confirm_stats = c->confirm_stats,
 		.progress_step = c->window_start / 4 < 2 ? 2 : c->window_start / 4,
 		.min_dir_size = c->min_dir_size,
@@ -79,6 +80,10 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 			nc.log_level = LOG_DEBUG;
 		free(nc.socket_path); /* the socket stays where it is until a restart */
 		nc.socket_path = strdup(d->cfg.socket_path);
+		if (strcmp(nc.proc_path, d->cfg.proc_path))
+			log_warn("[daemon] proc: %s until a restart", d->cfg.proc_path);
+		free(nc.proc_path);
+		nc.proc_path = strdup(d->cfg.proc_path);
 		struct dirahead_bpf_config bc;
 		bpf_config(&nc, &bc);
 		detector_configure(d->det, &bc);
@@ -279,6 +284,19 @@ int main(int argc, char **argv)
 	sd_event_add_signal(d.loop, NULL, SIGTERM, on_signal, &d);
 	sd_event_add_signal(d.loop, NULL, SIGINT, on_signal, &d);
 	sd_event_add_signal(d.loop, NULL, SIGHUP, on_signal, &d);
+
+	bool host;
+	if (procdir_setup(d.cfg.proc_path, &host, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
+	if (!host)
+		log_warn("%s is not the procfs of the initial PID namespace: scans of processes "
+			    "outside this daemon's namespace cannot be opened (set [daemon] proc= to "
+			    "the host's /proc, mounted into the container)", d.cfg.proc_path);
+	if (procdir_self_tgid() != (uint32_t)getpid())
+		log_info("in a PID namespace of its own: PID %u in %s", procdir_self_tgid(),
+			 d.cfg.proc_path);
 
 	struct dirahead_bpf_config bc;
 	bpf_config(&d.cfg, &bc);

@@ -160,6 +160,10 @@ char *metrics_text(struct daemon *d)
 	one(f, "dirahead_walk_not_entered_total", "counter",
 	    "Subdirectories a walk did not enter: mount points, automount points, or failures to open.",
 	    s->walk_not_entered);
+	head(f, "dirahead_scan_orders_learnt_total", "counter",
+	     "Scans whose program stats in another order than readdir's (gnulib fts sorts above 10,000 entries by inode), fetched in that order.");
+	fprintf(f, "dirahead_scan_orders_learnt_total{order=\"inode\"} %llu\n", (unsigned long long)s->orders_learnt[0]);
+	fprintf(f, "dirahead_scan_orders_learnt_total{order=\"name\"} %llu\n", (unsigned long long)s->orders_learnt[1]);
 	one(f, "dirahead_scans_muted_total", "counter",
 	    "Scans the cost model muted in BPF (prefetch would not pay): the process's further listings on that filesystem go untracked for mute_ms.",
 	    s->scans_muted);

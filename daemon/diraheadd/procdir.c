@@ -5,12 +5,72 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK)
+#define PROC_SUPER_MAGIC 0x9fa0
+#define PROC_PID_INIT_INO 0xEFFFFFFCU	/* the initial PID namespace's inode: fixed in the kernel */
+
+/* The procfs BPF's PIDs are found in, and this process's PID there (set once, at start). */
+static int proc_fd = AT_FDCWD;
+static uint32_t self_tgid;
+
+int procdir_setup(const char *proc, bool *host, char *err, size_t errlen)
+{
+	int fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statfs sf;
+	char buf[32];
+	ssize_t n;
+	if (fd < 0 || fstatfs(fd, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC) {
+		snprintf(err, errlen, "[daemon] proc: %s: %s", proc, fd < 0 ? strerror(errno) :
+			 "not a proc filesystem");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* "self" there is this process as that PID namespace numbers it; from a procfs of a
+	 * namespace below ours it does not exist */
+	n = readlinkat(fd, "self", buf, sizeof(buf) - 1);
+	unsigned long v = 0;
+	char *end = NULL;
+	if (n > 0) {
+		buf[n] = '\0';
+		v = strtoul(buf, &end, 10);
+	}
+	if (n <= 0 || *end || !v || v > UINT32_MAX) {
+		snprintf(err, errlen, "[daemon] proc: %s does not show this process (the procfs of "
+			 "another PID namespace)", proc);
+		close(fd);
+		return -1;
+	}
+	/* In the initial namespace ourselves, any procfs that shows us is its.  Otherwise ask its
+	 * PID 1 (which needs ptrace access: unknown counts as yes, the warning is only a hint). */
+	struct stat st;
+	*host = (fstatat(fd, "self/ns/pid", &st, 0) == 0 && st.st_ino == PROC_PID_INIT_INO) ||
+		fstatat(fd, "1/ns/pid", &st, 0) < 0 || st.st_ino == PROC_PID_INIT_INO;
+	if (proc_fd >= 0)
+		close(proc_fd);
+	proc_fd = fd;
+	self_tgid = (uint32_t)v;
+	return 0;
+}
+
+uint32_t procdir_self_tgid(void)
+{
+	return self_tgid ? self_tgid : (uint32_t)getpid();
+}
+
+int procdir_open_pid(uint32_t pid, const char *what, int flags)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "%s%u/%s", proc_fd == AT_FDCWD ? "/proc/" : "", pid, what);
+	return openat(proc_fd, p, flags);
+}
 
 static int sys_openat2(int dfd, const char *path, struct open_how *how)
 {
@@ -55,23 +115,21 @@ static int verify(int fd, const struct dirahead_event *ev)
 /* Resolve `path` as the process would: relative to its cwd, or absolute within its root.  Path
  * resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses magic links, so a
  * crafted path cannot make the daemon open something outside what the process itself sees. */
-static int open_path(pid_t pid, const char *path)
+static int open_path(uint32_t pid, const char *path)
 {
-	char base[64];
+	const char *base = "cwd";
 	int bfd, fd;
 	struct open_how how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS };
 
 	if (path[0] == '/') {
-		snprintf(base, sizeof(base), "/proc/%d/root", pid);
+		base = "root";
 		how.resolve |= RESOLVE_IN_ROOT;
 		while (*path == '/')
 			path++;
 		if (!*path)
 			path = ".";
-	} else {
-		snprintf(base, sizeof(base), "/proc/%d/cwd", pid);
 	}
-	bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bfd = procdir_open_pid(pid, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
 		return -1;
 	fd = sys_openat2(bfd, path, &how);
@@ -83,18 +141,17 @@ static int open_path(pid_t pid, const char *path)
 
 int procdir_open(const struct dirahead_event *ev)
 {
-	char p[64];
+	char p[32];
 	int r = -ENOENT, fd;
 
 	if (ev->ref & DIRAHEAD_REF_FD) {
-		snprintf(p, sizeof(p), "/proc/%u/fd/%d", ev->tgid, ev->fd);
-		r = verify(open(p, DIR_FLAGS), ev);
+		snprintf(p, sizeof(p), "fd/%d", ev->fd);
+		r = verify(procdir_open_pid(ev->tgid, p, DIR_FLAGS), ev);
 		if (r >= 0)
 			return r;
 	}
 	if (ev->ref & DIRAHEAD_REF_CWD) {
-		snprintf(p, sizeof(p), "/proc/%u/cwd", ev->tgid);
-		fd = verify(open(p, DIR_FLAGS), ev);
+		fd = verify(procdir_open_pid(ev->tgid, "cwd", DIR_FLAGS), ev);
 		if (fd >= 0)
 			return fd;
 		if (r == -ENOENT)
@@ -104,7 +161,7 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = verify(open_path((pid_t)ev->tgid, path), ev);
+		fd = verify(open_path(ev->tgid, path), ev);
 		if (fd >= 0)
 			return fd;
 		if (r == -ENOENT)

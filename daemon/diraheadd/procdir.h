@@ -3,9 +3,23 @@
 #ifndef DIRAHEAD_PROCDIR_H
 #define DIRAHEAD_PROCDIR_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dirahead_event.h"
+
+/*
+ * Processes are found under PROC (/proc, or the host's procfs mounted elsewhere when the daemon
+ * runs in a PID namespace of its own: BPF reports PIDs as the initial namespace numbers them).
+ * Learns this process's own PID there (what BPF must exclude); *host says whether PROC is the
+ * initial PID namespace's.  -1 with a message in err if PROC is no procfs or does not show us.
+ */
+int procdir_setup(const char *proc, bool *host, char *err, size_t errlen);
+/* This process's PID as BPF reports it (getpid() before procdir_setup). */
+uint32_t procdir_self_tgid(void);
+/* openat() of PROC/PID/WHAT. */
+int procdir_open_pid(uint32_t pid, const char *what, int flags);
 
 /*
  * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID, so

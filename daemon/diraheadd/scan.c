@@ -17,6 +17,7 @@
 #include "dirahead.h"
 #include "fsmagic.h"
 #include "log.h"
+#include "order.h"
 #include "policy.h"
 #include "procdir.h"
 #include "walk.h"
@@ -97,6 +98,7 @@ struct scan_mgr {
 
 struct open_job {
 	int pipe_fd;
+	bool learn;                 /* learn the program's order (order.h) */
 	uint64_t scan_id;
 	struct dirahead_event ev;
 };
@@ -104,6 +106,7 @@ struct open_job {
 struct open_result {
 	uint64_t scan_id;
 	int fd;                     /* >= 0, or -errno */
+	enum dirahead_order order;  /* learnt, when the job asked */
 };
 
 static uint64_t now_ns(void)
@@ -308,8 +311,14 @@ static void drop_opening(struct scan *s, enum da_skip_reason why)
 static void *opener_main(void *arg)
 {
 	struct open_job *job = arg;
-	struct open_result r = { .scan_id = job->scan_id };
+	struct open_result r = { .scan_id = job->scan_id, .order = DIRAHEAD_ORDER_READDIR };
 	r.fd = procdir_open(&job->ev);
+	if (r.fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
+		char name[DIRAHEAD_NAME_LEN];
+		memcpy(name, job->ev.name, sizeof(name));
+		name[sizeof(name) - 1] = '\0';
+		r.order = order_learn(r.fd, name, job->ev.stats);
+	}
 	/* A pipe write of less than PIPE_BUF is atomic; if the daemon is gone, so is the reader. */
 	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r) && r.fd >= 0)
 		close(r.fd);
@@ -322,7 +331,8 @@ static enum dirahead_order choose_order(const struct scan_mgr *m, const struct d
 	if (m->cfg.order != DIRAHEAD_ORDER_DEFAULT)
 		return m->cfg.order;
 	/* Measured here: coreutils 9.1 `ls -l` stats in readdir order too, interleaved with
-	 * getdents, like fts, rsync, tar and os.walk; so readdir order follows them all. */
+	 * getdents, like rsync, tar, os.walk and fts below 10,000 entries; so readdir order until
+	 * the opener has learnt otherwise (order_learn). */
 	(void)ev;
 	return DIRAHEAD_ORDER_READDIR;
 }
@@ -341,7 +351,8 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return DA_SKIP_ENGINE;
-	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = s->id, .ev = *ev };
+	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = s->id, .ev = *ev,
+				  .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
 	pthread_t th;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -417,8 +428,9 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		return skip(m, ev, DA_SKIP_SMALL);
 	if (find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino))
 		return skip(m, ev, DA_SKIP_DUPLICATE);
-	/* its stats are served by the walk: timing them would judge our own prefetch */
-	if (walk_mgr_walking(m->walks, ev->tgid))
+	/* its stats are served by the walk: timing them would judge our own prefetch (a walk covers
+	 * one filesystem: the detector reports the walker's listings there only) */
+	if (walk_mgr_walking(m->walks, ev->tgid, ev->dev_major, ev->dev_minor))
 		return skip(m, ev, DA_SKIP_WALKED);
 	if (m->cfg.dry_run) {
 		log_info("scan (dry run): pid %u (%s) %.256s", ev->tgid, comm, ev->path);
@@ -527,7 +539,7 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 			s->probe_rounds++;
 		return;
 	}
-	if (walk_mgr_walking(m->walks, s->tgid))
+	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor))
 		return drop_probing(s, ev, DA_SKIP_WALKED);
 	bool fast = policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST;
 	log_debug("scan of %s by pid %u: stats cost %.1f us timed, %.1f us apart (%llu timed), "
@@ -580,9 +592,18 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 		}
 		s->limit = s->app_pos + s->window;
 		s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
+		unsigned batch = 0;
+		if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && r.order != s->order) {
+			/* sorted as the program sorts: a whole fts chunk in one batch */
+			s->order = r.order;
+			batch = ORDER_FTS_CHUNK;
+			m->st->orders_learnt[r.order == DIRAHEAD_ORDER_INODE ? 0 : 1]++;
+			log_debug("scan of %s by pid %u: the program stats in %s order", s->path, s->tgid,
+				  dirahead_order_name(r.order));
+		}
 		struct dirahead_dir_opts o = {
 			.size = sizeof(o), .order = s->order, .limit = s->limit,
-			.depth = s->depth, .data = s,
+			.depth = s->depth, .data = s, .batch = batch,
 		};
 		s->dir = dirahead_dir_submit(m->engine, r.fd, &o);
 		close(r.fd);

@@ -70,6 +70,7 @@ struct da_stats {
 	uint64_t errors[DA_ERR_MAX];
 	uint64_t progress_events;
 	uint64_t scans_muted;            /* scans the cost model muted in BPF */
+	uint64_t orders_learnt[2];       /* scans fetched sorted as the program stats: inode, name */
 	uint64_t entries_wasted;         /* prefetched, scan over, never found by the program */
 	/* the program's per-stat cost in judged stretches, without and with prefetch */
 	double judged_before_s, judged_after_s;

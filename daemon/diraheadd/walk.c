@@ -630,18 +630,30 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid)
+bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid, uint32_t dev_major,
+		      uint32_t dev_minor)
 {
+	bool any = dev_major == UINT32_MAX && dev_minor == UINT32_MAX;
 	for (const struct walk *w = m->walks; w; w = w->next)
-		if (w->tgid == tgid && !w->ending)
+		if (w->tgid == tgid && !w->ending &&
+		    (any || (w->dev_major == dev_major && w->dev_minor == dev_minor)))
 			return true;
 	return false;
 }
 
 bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const char *top_path)
 {
-	if (!m->cfg.walk_enabled || !ev->parent_ino || ev->parent_ino == ev->ino ||
-	    m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid))
+	if (!m->cfg.walk_enabled || !ev->parent_ino || ev->parent_ino == ev->ino)
+		return false;
+	/* One walk per process (the detector follows it on one filesystem): a walker now walking
+	 * on another filesystem has left the tree of its walk there. */
+	for (struct walk *o = m->walks; o; o = o->next)
+		if (o->tgid == ev->tgid && !o->ending &&
+		    (o->dev_major != ev->dev_major || o->dev_minor != ev->dev_minor)) {
+			end_walk(o, DA_WALK_END_LEFT);
+			break; /* o may be freed */
+		}
+	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
 		return false;
 	struct walk *w = calloc(1, sizeof(*w));
 	struct open_job *job = calloc(1, sizeof(*job));

@@ -44,7 +44,9 @@ void walk_mgr_reconfigure(struct walk_mgr *w, const struct da_config *cfg);
 /* A scan of `ev` started and its parent directory (top_path: the program's name for it) is a
  * scan of the same process: start a walk from that parent.  true if one started. */
 bool walk_mgr_start(struct walk_mgr *w, const struct dirahead_event *ev, const char *top_path);
-bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid);
+/* The process has a walk (on any filesystem when dev_major and dev_minor are UINT32_MAX). */
+bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid, uint32_t dev_major,
+		      uint32_t dev_minor);
 void walk_mgr_on_listing(struct walk_mgr *w, const struct dirahead_event *ev);
 /* DIRAHEAD_EV_END with scan_id 0: the walker is gone. */
 void walk_mgr_on_exit(struct walk_mgr *w, const struct dirahead_event *ev);

@@ -123,7 +123,10 @@ void da_batch_free(struct da_batch *b)
 
 bool da_batch_full(const struct da_batch *b)
 {
-	return b->n >= b->cap || b->names_len + NAME_MAX + 1 > DA_BATCH_MAX_NAMES;
+	/* a batch asked to be big (a whole directory sorted, as fts does) may hold longer names */
+	size_t names_max = (size_t)b->cap * 64 > DA_BATCH_MAX_NAMES ? (size_t)b->cap * 64 :
+			   DA_BATCH_MAX_NAMES;
+	return b->n >= b->cap || b->names_len + NAME_MAX + 1 > names_max;
 }
 
 int da_batch_add(struct da_batch *b, const char *name, uint64_t ino, uint8_t type)

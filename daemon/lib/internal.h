@@ -54,7 +54,8 @@ struct da_batch {
 };
 
 #define DA_BATCH_DEFAULT 8192
-#define DA_BATCH_MAX_NAMES (1u << 20)  /* a batch also ends when its names fill 1 MiB */
+#define DA_BATCH_MAX_NAMES (1u << 20)  /* a batch also ends when its names fill 1 MiB (64 bytes
+					* an entry for batches above 16,384) */
 
 struct da_dirstream {
 	int fd;

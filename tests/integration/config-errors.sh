@@ -41,6 +41,7 @@ bad key-before-section 'max_scans = 4\n[prefetch]\n' 1 'max_scans: key before an
 bad bool '# comment\n[daemon]\n\nenabled = maybe\n' 4 '[daemon] enabled:'
 bad dry-run '[daemon]\ndry_run = 2\n' 2 '[daemon] dry_run:'
 bad log-level '[daemon]\nlog_level = loud\n' 2 '[daemon] log_level:'
+bad proc-relative '[daemon]\nproc = proc\n' 2 '[daemon] proc:'
 bad zero '[prefetch]\nmax_scans = 0\n' 2 '[prefetch] max_scans:'
 bad too-big '[prefetch]\ndepth_total = 65537\n' 2 '[prefetch] depth_total:'
 bad negative '[detect]\nconfirm_stats = -1\n' 2 '[detect] confirm_stats:'
@@ -136,6 +137,7 @@ cat >"$T/full.conf" <<'EOF'
 enabled = on
 dry_run = yes
 log_level = debug
+proc = /proc/
 [detect]
 confirm_stats = 3
 min_dir_size = 4096

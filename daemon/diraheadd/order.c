@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+#include "order.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static int dot(const char *n)
+{
+	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
+}
+
+enum dirahead_order order_learn(int fd, const char *name, uint64_t stats)
+{
+	enum dirahead_order o = DIRAHEAD_ORDER_READDIR;
+	char buf[32768] __attribute__((aligned(8)));
+	uint64_t *inos = NULL, target = 0, n = 0, cap = 0, name_rank = 0;
+	int found = 0;
+
+	if (!name[0] || !stats || lseek(fd, 0, SEEK_SET) < 0)
+		return o;
+	for (;;) {
+		long r = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+		if (r <= 0)
+			break;
+		for (long off = 0; off < r;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+			off += d->d_reclen;
+			if (dot(d->d_name))
+				continue;
+			if (!strcmp(d->d_name, name)) {
+				if (n < stats)
+					goto out; /* where readdir order has it */
+				found = 1;
+				target = d->d_ino;
+			}
+			name_rank += strcmp(d->d_name, name) < 0;
+			if (n == cap) {
+				uint64_t *p = realloc(inos, (cap ? cap * 2 : 4096) * sizeof(*inos));
+				if (!p)
+					goto out;
+				inos = p;
+				cap = cap ? cap * 2 : 4096;
+			}
+			inos[n++] = d->d_ino;
+			if (n >= ORDER_FTS_CHUNK)
+				goto sorted;
+		}
+	}
+sorted:
+	if (found) {
+		uint64_t ino_rank = 0;
+		for (uint64_t i = 0; i < n; i++)
+			ino_rank += inos[i] < target;
+		if (ino_rank < stats)
+			o = DIRAHEAD_ORDER_INODE;
+		else if (name_rank < stats)
+			o = DIRAHEAD_ORDER_NAME;
+	}
+out:
+	free(inos);
+	lseek(fd, 0, SEEK_SET);
+	return o;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * order_learn (daemon/diraheadd/order.c) on a real directory: the name a program stat'ed last,
+ * after k stats, is the k-th entry of the order it uses.  The directory's readdir, inode and name
+ * orders are read here and differ (ext4 and tmpfs hash or reverse their listings); for each order
+ * its k-th name must be learnt as that order, a name of none of them as readdir, and the file
+ * offset is left at 0.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "order.h"
+
+#define N 3000
+
+struct ent {
+	char name[32];
+	uint64_t ino;
+	unsigned rd;	/* readdir index */
+};
+
+static char dir[64];
+static struct ent ents[N];
+static unsigned n;
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_order.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	for (unsigned i = 0; i < N; i++) {
+		char p[96];
+		/* names not in creation order, so that name order is neither inode nor readdir */
+		snprintf(p, sizeof(p), "%s/f%06u", dir, (i * 7919u) % N);
+		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -1;
+		close(fd);
+	}
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < N) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(ents[n].name, sizeof(ents[n].name), "%.31s", de->d_name);
+		ents[n].ino = de->d_ino;
+		ents[n].rd = n;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	return n == N ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static enum dirahead_order learn(const char *name, uint64_t stats)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	enum dirahead_order o = order_learn(fd, name, stats);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
+	close(fd);
+	return o;
+}
+
+/* the k-th (from 1) entry of ents sorted by cmp whose readdir index is >= k */
+static const struct ent *kth(int (*cmp)(const void *, const void *), unsigned k)
+{
+	static struct ent s[N];
+	memcpy(s, ents, sizeof(s));
+	qsort(s, N, sizeof(s[0]), cmp);
+	assert_true(s[k - 1].rd >= k); /* else the orders agree there: pick another k */
+	return &s[k - 1];
+}
+
+static void test_readdir(void **state)
+{
+	(void)state;
+	assert_int_equal(learn(ents[2].name, 3), DIRAHEAD_ORDER_READDIR);
+	/* tar stats each entry twice: the name is earlier than the count */
+	assert_int_equal(learn(ents[9].name, 20), DIRAHEAD_ORDER_READDIR);
+}
+
+static void test_inode(void **state)
+{
+	(void)state;
+	assert_int_equal(learn(kth(by_ino, 5)->name, 5), DIRAHEAD_ORDER_INODE);
+}
+
+static void test_name(void **state)
+{
+	(void)state;
+	const struct ent *e = kth(by_name, 4);
+	static struct ent s[N];
+	memcpy(s, ents, sizeof(s));
+	qsort(s, N, sizeof(s[0]), by_ino);
+	for (unsigned i = 0; i < 4; i++)
+		assert_string_not_equal(s[i].name, e->name); /* not also inode order there */
+	assert_int_equal(learn(e->name, 4), DIRAHEAD_ORDER_NAME);
+}
+
+static void test_none(void **state)
+{
+	(void)state;
+	/* late in every order: nothing fits, readdir stays */
+	static struct ent s[N];
+	memcpy(s, ents, sizeof(s));
+	qsort(s, N, sizeof(s[0]), by_name);
+	const struct ent *mid = &s[N / 2];
+	assert_int_equal(learn(mid->name, 3), DIRAHEAD_ORDER_READDIR);
+	assert_int_equal(learn("no-such-name", 3), DIRAHEAD_ORDER_READDIR);
+	assert_int_equal(learn("", 3), DIRAHEAD_ORDER_READDIR);
+	assert_int_equal(learn(ents[0].name, 0), DIRAHEAD_ORDER_READDIR);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_readdir),
+		cmocka_unit_test(test_inode),
+		cmocka_unit_test(test_name),
+		cmocka_unit_test(test_none),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
