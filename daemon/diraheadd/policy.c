@@ -249,6 +249,7 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 	fs->before_ns = ewma(fs->before_ns, b, 0.25);
 	fs->after_ns = ewma(fs->after_ns, a, 0.25);
 	if (b >= p->cfg.min_gain * (a > 1 ? a : 1)) {
+		fs->doubts = 0;
 		fs->verdict = POL_PAYS;
 		fs->verdict_ns = now;
 		fs->backoff = 1;
@@ -268,6 +269,14 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 		fs->depth = depth < min ? min : depth > max ? max : depth;
 		return true;
 	}
+	/* One stretch against a filesystem where prefetch paid ends that scan only: a program whose
+	 * time goes elsewhere (walking below, computing) shows no gain anywhere.  A second in a
+	 * row is the filesystem's verdict. */
+	if (fs->verdict == POL_PAYS && ++fs->doubts < 2) {
+		fs->no_gain++;
+		return false;
+	}
+	fs->doubts = 0;
 	fs->verdict = POL_NO_GAIN;
 	fs->verdict_ns = now;
 	fs->no_gain++;

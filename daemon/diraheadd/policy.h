@@ -64,6 +64,7 @@ struct pol_fs {
 	double pf_lat_ns;          /* EWMA of the prefetch request latency */
 	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
 	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
+	unsigned doubts;           /* no-gain stretches in a row while PAYS (hysteresis) */
 	uint64_t last_ns;          /* last use, for eviction */
 };
 

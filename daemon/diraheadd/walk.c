@@ -23,6 +23,12 @@
 /* Directories a walk knows at once (listed, or seen in a listing): memory stays bounded on any
  * tree; beyond it subdirectories are not recorded and the walk narrows to what it has. */
 #define WALK_MAX_NODES 65536
+/* Listings in a row that the tree cannot place before a walk counts its walker as gone: a
+ * walker ahead of the walk lists directories whose parents the walk has not seen yet. */
+#define WALK_MAX_STRAYS 16
+/* Levels above its root a walk recognises: a pre-order walker that leaves the walk's subtree
+ * lists a child of one of them next (find from /usr/include whose first walk began in c++/12). */
+#define WALK_ANCESTORS 8
 
 enum wn_state { WN_NEW, WN_OPEN, WN_DONE, WN_FAILED };
 
@@ -58,13 +64,15 @@ struct walk {
 	uint64_t magic, mnt_id;
 	dev_t sdev;                 /* the device stat reports for the root (not BPF's s_dev on btrfs) */
 	uint64_t top_ino, top_parent_ino;
-	uint64_t up_ino;            /* the top's parent: a listing of its other children re-roots */
+	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first (0: none):
+				     * a listing of another child of one re-roots the walk there */
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	struct wnode *root, *cursor;
 	void *by_ino;               /* tsearch tree of struct wnode *, by ino */
 	struct wnode *zombies;      /* dropped, their dirs still cancelling */
 	uint64_t pending_ino;       /* the program lists this one; not seen by the walk yet */
+	unsigned strays;            /* listings in a row the tree could not place */
 	uint32_t nodes;
 	unsigned open, dirs_ahead;
 	unsigned window;            /* directories ahead allowed now: narrows on skips, AIMD */
@@ -97,7 +105,7 @@ struct open_job {
 struct open_result {
 	uint64_t walk_id;
 	int fd;                     /* O_PATH fd of the top (the parent of ev's directory), or -errno */
-	uint64_t up_ino;            /* inode of the top's parent (0: not known) */
+	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first */
 };
 
 static uint64_t now_ns(void)
@@ -561,13 +569,26 @@ static void *opener_main(void *arg)
 		int pfd = (int)syscall(SYS_openat2, fd, "..", &how, sizeof(how));
 		r.fd = pfd < 0 ? -errno : pfd;
 		close(fd);
-		struct stat st;
 		if (pfd >= 0 && procdir_same(pfd, "", &job->ev, job->ev.parent_ino) < 0) {
 			close(pfd);
 			r.fd = -ESTALE;
-		} else if (pfd >= 0 && fstatat(pfd, "..", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			   procdir_same(pfd, "..", &job->ev, st.st_ino) == 0) {
-			r.up_ino = st.st_ino;
+		} else if (pfd >= 0) {
+			/* its ancestors, as far as the mount goes */
+			int cur = pfd;
+			for (unsigned i = 0; i < WALK_ANCESTORS; i++) {
+				int up = (int)syscall(SYS_openat2, cur, "..", &how, sizeof(how));
+				struct stat st;
+				if (cur != pfd)
+					close(cur);
+				cur = up;
+				if (up < 0 || fstat(up, &st) < 0 ||
+				    procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
+				    (i && st.st_ino == r.up[i - 1]) || st.st_ino == job->ev.parent_ino)
+					break; /* not the same mount, or the filesystem's root */
+				r.up[i] = st.st_ino;
+			}
+			if (cur >= 0 && cur != pfd)
+				close(cur);
 		}
 	} else {
 		r.fd = fd;
@@ -615,7 +636,7 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 		w->sdev = fstat(r.fd, &st) == 0 ? st.st_dev : makedev(w->dev_major, w->dev_minor);
 		root->visited = true;
 		w->root = w->cursor = root;
-		w->up_ino = r.up_ino;
+		memcpy(w->up, r.up, sizeof(w->up));
 		struct dirahead_dir_opts o = dir_opts(w, root);
 		root->dir = dirahead_dir_submit(m->e, r.fd, &o);
 		close(r.fd);
@@ -709,6 +730,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	struct wnode *n = node_by_ino(w, ev->ino);
 	if (n) {
 		w->pending_ino = 0;
+		w->strays = 0;
 		visit(w, n);
 		pump(w);
 		return;
@@ -717,19 +739,25 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (p) {
 		/* below the tree, not seen yet (its parent's listing is under way) */
 		w->pending_ino = ev->ino;
+		w->strays = 0;
 		w->cursor = p;
 		return;
 	}
+	/* A sibling of the top: the program walks the directory above (it listed it to find this
+	 * one), so walk from there.  Anything else may be deeper in the tree than the walk has
+	 * seen (the program ahead of it): only a run of them says the program is elsewhere. */
+	bool sibling = false;
+	for (unsigned i = 0; i < WALK_ANCESTORS && w->up[i] && !sibling; i++)
+		sibling = ev->parent_ino == w->up[i];
+	if (!sibling && ++w->strays < WALK_MAX_STRAYS)
+		return;
 	log_debug("walk of pid %u: lists ino %llu, outside the tree", w->tgid,
 		  (unsigned long long)ev->ino);
-	uint64_t up = w->up_ino;
 	end_walk(w, DA_WALK_END_LEFT);
-	/* A sibling of the top: the program walks the directory above (it listed it to find this
-	 * one), so walk from there. */
-	if (up && ev->parent_ino == up) {
+	if (sibling) {
 		char top[DIRAHEAD_PATH_LEN];
 		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
-			 (unsigned long long)up);
+			 (unsigned long long)ev->parent_ino);
 		walk_mgr_start(m, ev, top);
 	}
 }

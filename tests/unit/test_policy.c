@@ -213,7 +213,15 @@ static void test_no_gain_backoff(void **state)
 	}
 	assert_true(judge_gain(p, fs, 0, now));
 	assert_int_equal(fs->backoff, 1);
+	/* where it paid, one stretch without gain ends its scan but is no verdict; a gain in
+	 * between clears the doubt; two in a row are */
 	assert_false(judge_no_gain(p, fs, now));
+	assert_int_equal(fs->verdict, POL_PAYS);
+	assert_true(judge_gain(p, fs, 0, now));
+	assert_false(judge_no_gain(p, fs, now));
+	assert_int_equal(fs->verdict, POL_PAYS);
+	assert_false(judge_no_gain(p, fs, now));
+	assert_int_equal(fs->verdict, POL_NO_GAIN);
 	assert_int_equal(fs->reprobe_ns, now + 60 * SEC);
 }
 
