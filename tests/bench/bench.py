@@ -234,6 +234,8 @@ class LoopFs:
             # No lazy init: ext4lazyinit would zero inode tables in the background after every
             # mount for minutes, slowing whichever runs come first (the "off" ones).
             sh(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.dev])
+        elif self.fstype == "btrfs":
+            sh(["mkfs.btrfs", "-q", "-f", self.dev])
         else:
             sh(["mkfs.xfs", "-q", "-f", self.dev])
         os.makedirs(mnt, exist_ok=True)
@@ -1033,6 +1035,17 @@ def plan(quick, ssh_delay_us=250):
                 dict(id=f"{fs}-warm-tree500x100", fs=fs, layout="tree500x100", cache="warm",
                      tools=TREE_TOOLS, runs=3),
             ]
+        # btrfs (the default of Fedora and openSUSE): stat reports per-subvolume devices
+        S += [
+            dict(id="btrfs-cold-dir100k", fs="btrfs", layout="dir100k", cache="cold",
+                 tools=["ls_l", "find_ls", "du"], runs=3),
+            dict(id="btrfs-cold-tree500x100", fs="btrfs", layout="tree500x100", cache="cold",
+                 tools=["find_ls", "du", "tar"], runs=3),
+            dict(id="btrfs-warm-dir100k", fs="btrfs", layout="dir100k", cache="warm",
+                 tools=["ls_l", "find_ls", "du"], runs=5),
+            dict(id="btrfs-warm-tree500x100", fs="btrfs", layout="tree500x100", cache="warm",
+                 tools=["find_ls", "du", "tar"], runs=3),
+        ]
         S += sshfs_scenarios(ssh_delay_us, ["allow_other", "user"],
                              ["dir5k", "tree200x50", "usrinclude"], 3)
         # a slow block device (cloud volume): every data read 0.5 ms, any number in flight
@@ -1119,7 +1132,8 @@ class Bench:
     # -- setup --------------------------------------------------------------------------------
     def setup(self):
         t0 = time.monotonic()
-        layouts = {"slowfs": set(), "ext4": set(), "xfs": set(), "sshfs": set(), "python": set(),
+        layouts = {"slowfs": set(), "ext4": set(), "xfs": set(), "btrfs": set(), "sshfs": set(),
+                   "python": set(),
                    "slowblk-ext4": set(), "slowblk-xfs": set()}
         for s in self.scenarios:
             layouts[s["fs"] + (f"-{s['image']}" if s["fs"] == "slowblk" else "")].add(s["layout"])
@@ -1128,7 +1142,7 @@ class Bench:
         for lay in sorted(layouts["slowfs"]):
             log(f"setup: slowfs backing {lay}")
             make_layout(os.path.join(back, lay), lay, self.rng)
-        for fs in ("ext4", "xfs"):
+        for fs in ("ext4", "xfs", "btrfs"):
             if not layouts[fs]:
                 continue
             log(f"setup: {fs} on a direct-I/O loop device: {', '.join(sorted(layouts[fs]))}")
@@ -1595,6 +1609,7 @@ def targets(b):
         ("warm ext4/xfs (flat and tree)", lambda c: c["fs"] in ("ext4", "xfs") and c["cache"] == "warm"),
         ("cold xfs (flat and tree)", lambda c: c["fs"] == "xfs" and c["cache"] == "cold"),
         ("cold ext4 tree", lambda c: c["fs"] == "ext4" and c["cache"] == "cold" and is_tree(c["layout"])),
+        ("btrfs, cold and warm", lambda c: c["fs"] == "btrfs"),
         ("sshfs (all cells)", lambda c: c["fs"] == "sshfs"),
         ("Python start-up", lambda c: c["fs"] == "python"),
         ("slow block device (all cells)", lambda c: c["fs"] == "slowblk"),
