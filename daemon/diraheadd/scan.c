@@ -629,7 +629,10 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	if (!policy_enabled(m->pol) || s->state == SCAN_PROBING || s->state == SCAN_OPENING)
 		return true;
 	if (!s->judging) {
-		/* the first event while prefetching opens the first stretch */
+		/* the first event once something is fetched opens the first stretch (a directory
+		 * read whole before its first fetch, to sort it, is no stretch of prefetch yet) */
+		if (!s->completed)
+			return true;
 		s->judging = true;
 		s->judge_from = now;
 		s->late_from = s->late;
