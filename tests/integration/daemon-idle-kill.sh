@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# 1. An idle diraheadd uses no CPU: after a scan has ended, utime+stime (/proc/PID/stat, all its
+# 1. An idle diraheadd uses no CPU: after a scan has ended and what it started has wound down
+#    (stat timing detached, idle workers gone), utime+stime (/proc/PID/stat, all its
 #    threads) stay the same over 3 s.  Other processes on the machine may make it work (their
 #    scans are events too): a window in which it used CPU and its BPF event count moved is tried
 #    again, and on a machine that never stays quiet the detector is told to track no directory
@@ -28,6 +29,15 @@ cpu_ticks() { # PID: utime + stime of the process, in clock ticks
 	s=${s##*) } # fields after "(comm) ", which may contain spaces
 	awk '{ print $12 + $13 }' <<<"$s"
 }
+# threads [iou]: the daemon's own threads, or (iou) its io_uring workers (io-wq keeps one)
+threads() {
+	local t n=0 w=0
+	for t in /proc/"$DAEMON_PID"/task/*/comm; do
+		case $(cat "$t" 2>/dev/null) in iou-wrk-*) w=$((w + 1)) ;; *) n=$((n + 1)) ;; esac
+	done
+	if [ "${1:-}" = iou ]; then echo $w; else echo $n; fi
+}
+THREADS0=$(threads)
 # Idle after work: a scan first, so that whatever it armed (timers, the engine) must be
 # quiet again once it has ended.
 ls -l "$T/mnt/d" >/dev/null &
@@ -36,6 +46,14 @@ wait $APP
 # (Other processes on the machine may be scanning: only this one's scan must be gone.)
 no_scan() { ! ctl scans | awk -v p="$APP" '$1 == p { f = 1 } END { exit !f }'; }
 wait_for 10 no_scan
+# What the scan started winds down on its own, once: the stat timing program is detached 2 s
+# after the last scan, and idle engine threads and io-wq workers exit after 5 s.  The idle
+# window opens after that.
+settled() {
+	[ "$(ctl metrics | awk '$1 == "dirahead_bpf_programs_attached" { print $2 }')" -le 3 ] &&
+		[ "$(threads)" -le "$THREADS0" ] && [ "$(threads iou)" -le 1 ]
+}
+wait_for 15 settled
 assert_ge "$(daemon_stat entries_prefetched)" $((N / 2)) "entries prefetched for ls -l"
 # idle_window TRY: one 3 s window; true if the daemon used no CPU in it, false if it did while
 # handling events (inconclusive); fails the test if it used CPU without any event.
