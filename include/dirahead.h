@@ -201,7 +201,17 @@ struct dirahead_dir_opts {
 	void *data;
 	/* added after the draft: */
 	unsigned int batch;           /* entries per batch (sort and find scope); 0: 8192 */
+	unsigned int flags;           /* DIRAHEAD_DIR_* */
 };
+
+/*
+ * List the directory, fetch only the entries that may be directories (getdents reports
+ * DT_DIR or DT_UNKNOWN): for a walk over a filesystem whose listing already brings the entries'
+ * attributes (sshfs, NFS and FUSE with readdirplus), where what is worth doing ahead is the
+ * listing, and the subdirectories are needed to go on.  Other entries are read and counted
+ * (dirahead_dir_info.read) but neither fetched nor reported.
+ */
+#define DIRAHEAD_DIR_LIST_ONLY 0x1u
 
 struct dirahead_engine_stats {
 	uint64_t submitted, completed, errors;
@@ -223,6 +233,9 @@ struct dirahead_dir_info {
 	uint64_t limit;
 	bool eof;                     /* the whole directory has been read, without error */
 	bool open;                    /* the engine holds an fd on it */
+	/* added after the draft: */
+	uint64_t list_ns;             /* wall time spent opening and reading it (getdents) */
+	uint64_t list_cpu_ns;         /* CPU time the readers spent on that */
 };
 
 /* Creates an engine.  NULL with errno: EINVAL (bad opts/size), ENOMEM, or, for

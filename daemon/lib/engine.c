@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -62,6 +63,8 @@ struct rjob {
 	int opened_fd;
 	struct da_batch *b;
 	bool eof;
+	uint64_t wall_ns, cpu_ns;   /* what the job took: time waiting on the filesystem shows as
+				     * wall time above CPU time */
 };
 
 enum dir_state { DIR_WAITING, DIR_ACTIVE, DIR_DONE };
@@ -89,8 +92,9 @@ struct dirahead_dir {
 	uint64_t read_total;
 	unsigned inflight;          /* including stalled requests */
 	uint64_t submitted, completed, errors;
+	uint64_t list_ns, list_cpu_ns;
 	int error;
-	bool opened, eof, counted_open;
+	bool opened, eof, counted_open, list_only;
 };
 
 struct dirahead_engine {
@@ -190,9 +194,27 @@ static int open_child(int parent, const char *name)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void rjob_read(struct rjob *j);
+
 static void rjob_run(struct pool_job *pj)
 {
 	struct rjob *j = list_entry(pj, struct rjob, op.job);
+	uint64_t t0 = da_now_ns(), c0 = thread_cpu_ns();
+	rjob_read(j);
+	j->wall_ns = da_now_ns() - t0;
+	j->cpu_ns = thread_cpu_ns() - c0;
+}
+
+static void rjob_read(struct rjob *j)
+{
 	const char *name;
 	uint64_t ino;
 	uint8_t type;
@@ -307,19 +329,33 @@ static void dir_finish(struct dirahead_dir *d, int error)
 	kick(e);
 }
 
-/* Moves to the next batch when the current one is used up. */
+/* DIRAHEAD_DIR_LIST_ONLY: an entry getdents typed as anything but a directory is not fetched. */
+static bool dir_wants(const struct dirahead_dir *d, uint32_t i)
+{
+	uint8_t t = d->cur->ents[i].type;
+	return !d->list_only || t == DT_DIR || t == DT_UNKNOWN;
+}
+
+/* Moves past entries not to fetch, and to the next batch when the current one is used up. */
 static void dir_advance(struct dirahead_dir *d)
 {
-	if (!d->cur || d->cur_pos < d->cur->n)
-		return;
-	if (d->next) {
-		da_batch_free(d->cur);
-		d->cur = d->next;
-		d->next = NULL;
-		d->cur_pos = 0;
-	} else if (d->eof && !d->reading) {
-		da_batch_free(d->cur);
-		d->cur = NULL;
+	while (d->cur) {
+		while (d->cur_pos < d->cur->n && !dir_wants(d, d->cur_pos))
+			d->cur_pos++;
+		if (d->cur_pos < d->cur->n)
+			return;
+		if (d->next) {
+			da_batch_free(d->cur);
+			d->cur = d->next;
+			d->next = NULL;
+			d->cur_pos = 0;
+		} else {
+			if (d->eof && !d->reading) {
+				da_batch_free(d->cur);
+				d->cur = NULL;
+			}
+			return;
+		}
 	}
 }
 
@@ -405,6 +441,8 @@ static void rjob_complete(struct dirahead_engine *e, struct rjob *j)
 		return;
 	}
 	d->reading = NULL;
+	d->list_ns += j->wall_ns;
+	d->list_cpu_ns += j->cpu_ns;
 	if (!d->opened) {
 		if (j->opened_fd < 0) {
 			d->eof = true;
@@ -957,6 +995,7 @@ static struct dirahead_dir *dir_new(struct dirahead_engine *e, const struct dira
 	if (d->depth > e->o.depth)
 		d->depth = e->o.depth;
 	d->batch = o.batch ? o.batch : DA_BATCH_DEFAULT;
+	d->list_only = o.flags & DIRAHEAD_DIR_LIST_ONLY;
 	d->src_fd = -1;
 	return d;
 }
@@ -1114,6 +1153,7 @@ void dirahead_dir_get_info(const struct dirahead_dir *d, struct dirahead_dir_inf
 		.read = d->read_total, .submitted = d->submitted, .completed = d->completed,
 		.errors = d->errors, .inflight = d->inflight, .limit = d->limit,
 		.eof = d->eof && !d->error, .open = d->dfd != NULL,
+		.list_ns = d->list_ns, .list_cpu_ns = d->list_cpu_ns,
 	};
 }
 

@@ -1106,7 +1106,8 @@ class Bench:
                 s["runs"] = args.runs
             self.fst["runs"] = args.runs
         self.scratch = tempfile.mkdtemp(prefix="dirahead-bench.", dir=args.tmpdir)
-        CLEAN.push(lambda: shutil.rmtree(self.scratch, ignore_errors=True), "scratch directory")
+        if not os.environ.get("DIRAHEAD_BENCH_KEEP"):  # keep it (daemon log) for a look
+            CLEAN.push(lambda: shutil.rmtree(self.scratch, ignore_errors=True), "scratch directory")
         self.pids = set()       # every tool and diraheadctl process we started
         self.cell_pids = set()  # those of the current cell
         self.rng = random.Random(5)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * The prefetch engine: every entry completes exactly once, in the requested order; windows
- * (set_limit), find, cancel, errors, subdirectories, max_open, the pollable fd, and the fallback
+ * (set_limit), find, cancel, errors, subdirectories, list-only, max_open, the pollable fd, and the fallback
  * to threads when io_uring is forbidden.  Each engine test runs once per backend.
  */
 #include <dirent.h>
@@ -53,6 +53,7 @@ struct t {
 	struct dirahead_dir *dir;
 	bool submit_children;
 	uint64_t max_dirs_open;
+	struct dirahead_dir_info done_info; /* of the directory done last */
 };
 
 static void touch(const char *path)
@@ -166,6 +167,7 @@ static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, voi
 	assert_ptr_equal(dirahead_dir_data(dir), t);
 	dirahead_dir_get_info(dir, &info);
 	assert_false(info.open); /* the fd is closed before the callback */
+	t->done_info = info;
 	if (t->dones < 64)
 		t->done_errors[t->dones] = error;
 	if (t->dones < 16)
@@ -517,6 +519,48 @@ static void test_submitat(void **state)
 	assert_int_equal(st.dirs_failed, 1 + 1 + 20); /* link, file, the f* files */
 }
 
+/* DIRAHEAD_DIR_LIST_ONLY: the whole directory is read, only what may be a directory fetched. */
+static void test_list_only(void **state)
+{
+	struct t *t = *state;
+	reset(t);
+	int fd = open(tree, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct dirahead_dir_opts o = { .size = sizeof(o), .order = DIRAHEAD_ORDER_NAME,
+				       .limit = UINT64_MAX, .data = t,
+				       .flags = DIRAHEAD_DIR_LIST_ONLY };
+	assert_non_null(dirahead_dir_submit(t->e, fd, &o));
+	assert_int_equal(dirahead_engine_run(t->e, 10000), 0);
+	/* sub1, sub2: the symlink and the file are typed by getdents and left alone */
+	assert_int_equal(t->n, 2);
+	qsort(t->recs, t->n, sizeof(*t->recs), by_index);
+	assert_string_equal(t->recs[0].name, "sub1");
+	assert_string_equal(t->recs[1].name, "sub2");
+	assert_int_equal(t->dones, 1);
+	assert_int_equal(t->done_error, 0);
+	assert_int_equal(t->done_info.read, 4);
+	assert_int_equal(t->done_info.submitted, 2);
+	assert_true(t->done_info.eof);
+
+	/* No directory among 3,000 files, in batches of 100: nothing fetched, all read, done. */
+	reset(t);
+	o.batch = 100;
+	close(fd);
+	fd = open(big, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_non_null(dirahead_dir_submit(t->e, fd, &o));
+	close(fd);
+	assert_int_equal(dirahead_engine_run(t->e, 10000), 0);
+	assert_int_equal(t->n, 0);
+	assert_int_equal(t->dones, 1);
+	assert_int_equal(t->done_error, 0);
+	assert_int_equal(t->done_info.read, NBIG);
+	assert_int_equal(t->done_info.submitted, 0);
+	/* the readers' time is accounted: wall time, and CPU time within it */
+	assert_true(t->done_info.list_ns > 0);
+	assert_true(t->done_info.list_cpu_ns <= t->done_info.list_ns + 1000000);
+}
+
 static void test_max_open(void **state)
 {
 	struct t *t = *state;
@@ -641,6 +685,7 @@ int main(void)
 		PER_BACKEND(test_cancel),
 		PER_BACKEND(test_errors),
 		PER_BACKEND(test_submitat),
+		PER_BACKEND(test_list_only),
 		PER_BACKEND(test_max_open),
 		PER_BACKEND(test_pollable),
 		cmocka_unit_test(test_fallback),
