@@ -613,6 +613,34 @@ __noinline __u32 enclosing_slots(const struct proc *p, __u32 dev, __u64 dentry)
 }
 
 /*
+ * The daemon muted a scan of this process (DIRAHEAD_CTL_MUTE) that no stat of it has applied
+ * yet (the program had moved on): apply it now, at the process's next listing, so that the
+ * rest of its walk goes untracked all the same.  Global: verified once.
+ */
+__noinline int apply_mutes(struct proc *p, __u32 tgid)
+{
+	struct dirahead_scan_key key = {};
+	struct dirahead_scan_ctl *ctl;
+
+	if (!p)
+		return 0;
+	key.tgid = tgid;
+	for (int i = 0; i < MAX_ACTIVE; i++) {
+		if (!p->active[i].seq)
+			continue;
+		key.dev = p->active[i].dev;
+		key.ino = p->active[i].ino;
+		ctl = bpf_map_lookup_elem(&scan_ctl, &key);
+		if (!ctl || !(ctl->flags & DIRAHEAD_CTL_MUTE))
+			continue;
+		p->mute_dev = key.dev;
+		p->mute_until = bpf_ktime_get_ns() + (__u64)ctl->mute_ms * 1000000ULL;
+		end_scan(p, tgid, i, DIRAHEAD_END_NONE);
+	}
+	return 0;
+}
+
+/*
  * A new directory is being listed: end the process's other scans unless they enclose it (a
  * recursive walker comes back to its parents), then take a slot for it.
  */
@@ -685,21 +713,39 @@ static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __
 	bpf_map_delete_elem(&lastopen, &tgid);
 }
 
+/* A listing that began this long after the walker's last O_DIRECTORY open is not that open's. */
+#define WALKER_OPEN_FRESH_NS	(100ULL * 1000000ULL)
+
 /*
  * A process the daemon walks ahead of: report each new directory it lists on the walked
- * filesystem once, and track nothing (the walk covers it).  true: handled.  One hash lookup per
- * getdents call for every process, walkers are rare: the map is empty most of the time.
+ * filesystem once, and track nothing (the walk covers it); time each listing from its open to
+ * its end, so the daemon sees what listings cost the program with and without the walk ahead.
+ * true: handled.  One hash lookup per getdents call for every process, walkers are rare: the
+ * map is empty most of the time.
  */
-static __always_inline bool walker_listing(__u32 tgid, int fd, const struct dirinfo *di)
+static __always_inline bool walker_listing(__u32 tgid, int fd, const struct dirinfo *di, long ret)
 {
 	struct dirahead_walker *w = bpf_map_lookup_elem(&walkers, &tgid);
 	struct dirahead_event *e;
+	__u64 now;
 
 	if (!w || w->dev != di->dev)
 		return false;
-	if (w->last_ino == di->ino)
-		return true;	/* the same listing, one more getdents */
+	now = bpf_ktime_get_ns();
+	if (w->last_ino == di->ino) {
+		/* the same listing, one more getdents; 0: it ended */
+		if (ret == 0 && !w->timed) {
+			w->timed = 1;
+			w->list_sum_ns += now - w->start_ns;
+			w->list_count++;
+		}
+		return true;
+	}
+	if (ret == 0)
+		return true;	/* the end of a listing that began before the walk */
 	w->last_ino = di->ino;
+	w->timed = 0;
+	w->start_ns = w->open_ns && now - w->open_ns < WALKER_OPEN_FRESH_NS ? w->open_ns : now;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
@@ -718,7 +764,9 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 	e->magic = di->magic;
 	e->dir_size = di->size;
 	e->mnt_id = di->mnt_id;
-	e->ts_ns = bpf_ktime_get_ns();
+	e->list_sum_ns = w->list_sum_ns;
+	e->list_count = w->list_count;
+	e->ts_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);
 	count(DIRAHEAD_CNT_EVENTS, 1);
@@ -776,7 +824,7 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 		return 0;
 	if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic))
 		return 0;
-	if (ret > 0 && walker_listing(tgid, fd, &di))
+	if (walker_listing(tgid, fd, &di, ret))
 		return 0;
 	if (di.size < cfg->min_dir_size)
 		return 0;
@@ -800,6 +848,8 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 				return 0;
 			read_cwd(task, p);
 		}
+		if (p->nactive)
+			apply_mutes(p, tgid);
 		/* The daemon found prefetch does not pay for this process here: stay out of its way. */
 		if (p->mute_until && p->mute_dev == di.dev && bpf_ktime_get_ns() < p->mute_until)
 			return 0;
@@ -840,6 +890,7 @@ static __always_inline int on_open(struct pt_regs *regs, long ret, long nr)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	const char *upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
 	int dfd = (int)PT_REGS_PARM1_SYSCALL(regs);
+	struct dirahead_walker *w;
 	struct task_struct *task;
 	struct lastopen *lo;
 	struct scratch *s;
@@ -860,6 +911,10 @@ static __always_inline int on_open(struct pt_regs *regs, long ret, long nr)
 		return 0;
 	if (!active_config(tgid))
 		return 0;
+	/* a walker's listing is timed from its open (a FUSE or network OPENDIR can be slow) */
+	w = bpf_map_lookup_elem(&walkers, &tgid);
+	if (w)
+		w->open_ns = bpf_ktime_get_ns();
 	task = bpf_get_current_task_btf();
 	if (compat_syscall(task))
 		return 0;

@@ -191,6 +191,8 @@ struct dirahead_engine_opts {
 	                               * (default 1000) */
 	unsigned int max_open;        /* directories open at once; more wait (most recently
 	                               * submitted first); 0: no limit (default) */
+	unsigned int readers;         /* directories being opened and read at once (default 4;
+	                               * more start for readers stuck on a hung filesystem) */
 };
 
 struct dirahead_dir_opts {
@@ -234,7 +236,7 @@ struct dirahead_dir_info {
 	bool eof;                     /* the whole directory has been read, without error */
 	bool open;                    /* the engine holds an fd on it */
 	/* added after the draft: */
-	uint64_t list_ns;             /* wall time spent opening and reading it (getdents) */
+	uint64_t list_ns;             /* wall time spent reading it (getdents; not its open) */
 	uint64_t list_cpu_ns;         /* CPU time the readers spent on that */
 };
 

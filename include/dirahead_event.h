@@ -71,6 +71,14 @@ struct dirahead_event {
 			    * has mnt_id_unique): the cost model's memory is per mount */
 	__u64 parent_ino;  /* inode of the directory's parent (its dentry's), 0 if unknown: which
 			    * listing a new one is below, for tree-ahead (daemon/diraheadd/walk.c) */
+	/*
+	 * DIRAHEAD_EV_LISTING only: the walker's listings that ended so far, each timed from its
+	 * O_DIRECTORY open (or its first getdents) to the getdents that returned 0, their total
+	 * and count; cumulative over the walk, so the difference from one event to the next is
+	 * what the directory listed before this one cost the program.
+	 */
+	__u64 list_sum_ns;
+	__u64 list_count;
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
@@ -160,8 +168,12 @@ struct dirahead_scan_ctl {
  */
 struct dirahead_walker {
 	__u32 dev;         /* DIRAHEAD_KDEV() of the walked filesystem */
-	__u32 pad;
+	__u32 timed;       /* BPF: the listing of last_ino has ended and was counted */
 	__u64 last_ino;    /* BPF: the directory last reported (one event per listing) */
+	__u64 open_ns;     /* BPF: exit time of the walker's last O_DIRECTORY open */
+	__u64 start_ns;    /* BPF: when the listing of last_ino began */
+	__u64 list_sum_ns; /* BPF: see dirahead_event.list_sum_ns */
+	__u64 list_count;
 };
 
 #endif /* DIRAHEAD_EVENT_H */

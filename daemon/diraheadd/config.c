@@ -44,6 +44,7 @@ void da_config_defaults(struct da_config *c)
 		.depth_min = 4,
 		.max_filesystems = 256,
 		.walk_enabled = true,
+		.walk_list_only = true,
 		.walk_max = 8,
 		.walk_open_dirs = 8,
 		.walk_ahead_dirs = 64,
@@ -304,6 +305,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (!strcmp(section, "walk")) {
 		if (!strcmp(name, "enabled"))
 			return parse_bool(value, &c->walk_enabled) ? 1 : ERR("[walk] enabled: '%s' is not yes or no", value);
+		if (!strcmp(name, "list_only"))
+			return parse_bool(value, &c->walk_list_only) ? 1 : ERR("[walk] list_only: '%s' is not yes or no", value);
 	} else if (!strcmp(section, "policy")) {
 		if (!strcmp(name, "enabled"))
 			return parse_bool(value, &c->policy_enabled) ? 1 : ERR("[policy] enabled: '%s' is not yes or no", value);

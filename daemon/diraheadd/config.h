@@ -49,6 +49,7 @@ struct da_config {
 	unsigned max_filesystems;   /* filesystems remembered */
 	/* [walk]: tree-ahead (walk.h) */
 	bool walk_enabled;          /* no: every directory of a walk is a scan of its own */
+	bool walk_list_only;        /* walks that list only, where stats need no prefetch */
 	unsigned walk_max;          /* walks at once, all processes together */
 	unsigned walk_open_dirs;    /* directories one walk lists and prefetches at once */
 	unsigned walk_ahead_dirs;   /* directories listed ahead of the program, per walk */

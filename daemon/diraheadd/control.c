@@ -67,6 +67,12 @@ static void add_fs(const struct pol_fs *f, void *ctx)
 	json_object_object_add(o, "skipped_fast", json_object_new_uint64(f->skipped_fast));
 	json_object_object_add(o, "skipped_no_gain", json_object_new_uint64(f->skipped_no_gain));
 	json_object_object_add(o, "reprobes", json_object_new_uint64(f->reprobes));
+	/* tree-ahead's listings there */
+	json_object_object_add(o, "list_verdict", json_object_new_string(pol_verdict_names[f->list.verdict]));
+	json_object_object_add(o, "list_us_daemon", json_object_new_double(f->list.wall_ns / 1e3));
+	json_object_object_add(o, "list_us_daemon_cpu", json_object_new_double(f->list.cpu_ns / 1e3));
+	json_object_object_add(o, "list_us_ahead", json_object_new_double(f->list.ahead_ns / 1e3));
+	json_object_object_add(o, "list_us_own", json_object_new_double(f->list.own_ns / 1e3));
 	json_object_object_add((json_object *)ctx, key, o);
 }
 
@@ -108,6 +114,9 @@ static json_object *jstats(struct daemon *d)
 		json_object_object_add(wended, da_walk_end_reason_names[i],
 				       json_object_new_uint64(s->walks_ended[i]));
 	json_object_object_add(o, "walks_started", json_object_new_uint64(s->walks_started));
+	json_object_object_add(o, "walks_list_only", json_object_new_uint64(s->walks_list_only));
+	json_object_object_add(o, "walk_candidates", json_object_new_uint64(s->walk_candidates));
+	json_object_object_add(o, "walk_entries_used", json_object_new_uint64(s->walk_entries_used));
 	json_object_object_add(o, "walks_ended", wended);
 	json_object_object_add(o, "active_walks", json_object_new_uint64(scan_mgr_walks(d->mgr)));
 	json_object_object_add(o, "walk_listings", json_object_new_uint64(s->walk_listings));

@@ -63,6 +63,21 @@ static void fs_line(const struct pol_fs *fs, void *ctx)
 				o[i].n, (unsigned long long)o[i].v);
 		break;
 	}
+	case 5:
+		for (int v = 0; v < POL_VERDICT_MAX; v++)
+			fprintf(c->f, "dirahead_filesystem_listing_verdict{%s,verdict=\"%s\"} %d\n", lab,
+				pol_verdict_names[v], fs->list.verdict == (enum pol_verdict)v);
+		break;
+	case 6: {
+		const struct { const char *n; double v; } o[] = {
+			{ "daemon", fs->list.wall_ns }, { "daemon_cpu", fs->list.cpu_ns },
+			{ "program_ahead", fs->list.ahead_ns }, { "program_own", fs->list.own_ns },
+		};
+		for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
+			fprintf(c->f, "dirahead_filesystem_listing_seconds{%s,by=\"%s\"} %.9f\n", lab,
+				o[i].n, o[i].v / 1e9);
+		break;
+	}
 	}
 }
 
@@ -150,6 +165,14 @@ char *metrics_text(struct daemon *d)
 	for (int i = 0; i < DA_WALK_END_MAX; i++)
 		fprintf(f, "dirahead_walks_ended_total{reason=\"%s\"} %llu\n", da_walk_end_reason_names[i],
 			(unsigned long long)s->walks_ended[i]);
+	one(f, "dirahead_walks_listing_only_total", "counter",
+	    "Walks that listed only (the program's stats need no prefetch), started so or turned so.",
+	    s->walks_list_only);
+	one(f, "dirahead_walk_candidates_total", "counter",
+	    "Processes watched for a walk after their scan was skipped (fast stats, no gain).",
+	    s->walk_candidates);
+	one(f, "dirahead_walk_entries_used_total", "counter",
+	    "Entries walks fetched in directories the program then listed.", s->walk_entries_used);
 	one(f, "dirahead_active_walks", "gauge", "Walks running now.", scan_mgr_walks(d->mgr));
 	head(f, "dirahead_walk_dirs_total", "counter",
 	     "Directories of walks: listed by the walk (opened), then listed by the program after the walk (ahead) or before it (late), or passed over by the program (skipped).");
@@ -190,10 +213,14 @@ char *metrics_text(struct daemon *d)
 		  "Moving average of the daemon's CPU per prefetched entry on the filesystem (0: not measured)." },
 		{ "dirahead_filesystem_decisions_total", "counter",
 		  "The cost model's decisions per filesystem." },
+		{ "dirahead_filesystem_listing_verdict", "gauge",
+		  "Whether listing ahead of walkers pays per filesystem (1 for the current one): unknown, pays, no_gain, fast." },
+		{ "dirahead_filesystem_listing_seconds", "gauge",
+		  "Moving averages of a directory listing on the filesystem: the daemon's (wall and CPU time), the programs' of directories listed ahead of them and of those they came to first." },
 	};
 	unsigned nfs = 0;
 	policy_foreach(scan_mgr_policy(d->mgr), count_fs, &nfs);
-	for (int w = 0; w < 5 && nfs; w++) { /* no family without samples */
+	for (int w = 0; w < (int)(sizeof(fsm) / sizeof(fsm[0])) && nfs; w++) { /* no family without samples */
 		struct fs_ctx c = { f, w };
 		head(f, fsm[w].name, fsm[w].type, fsm[w].help);
 		policy_foreach(scan_mgr_policy(d->mgr), fs_line, &c);

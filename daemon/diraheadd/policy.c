@@ -18,6 +18,13 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
 #define CHANGE_FACTOR 4.0
 /* A FAST verdict is trusted this long; after that a fast-looking scan is probed again. */
 #define FAST_TRUST_NS (10ull * 1000000000ull)
+/* Tree-ahead listings: the daemon's own listings before the FAST rule applies, and the
+ * program's listings of directories listed ahead before the pay-off rule does. */
+#define LIST_MIN_OWN 4
+#define LIST_MIN_JUDGE 8
+/* A listing whose wall time is below this multiple of its CPU time waited for (almost) nothing:
+ * the directory was cached, there is no I/O to overlap. */
+#define LIST_WAIT_FACTOR 2.0
 
 struct policy {
 	struct da_config cfg; /* shallow copy: only scalars are read */
@@ -139,7 +146,8 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 		i = p->n < p->cap ? p->n++ : lru;
 	struct pol_fs *f = &p->fs[i];
 	*f = (struct pol_fs){ .dev_major = dev_major, .dev_minor = dev_minor, .magic = magic,
-			      .mnt_id = mnt_id, .backoff = 1, .last_ns = now };
+			      .mnt_id = mnt_id, .backoff = 1, .last_ns = now,
+			      .list = { .backoff = 1 } };
 	return f;
 }
 
@@ -309,6 +317,72 @@ void policy_account_cpu(struct policy *p, struct pol_fs *fs, uint64_t cpu_ns, ui
 void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns)
 {
 	fs->pf_lat_ns = ewma(fs->pf_lat_ns, (double)latency_ns, 0.1);
+}
+
+static void list_verdict(struct policy *p, struct pol_fs *fs, enum pol_verdict v, uint64_t now)
+{
+	struct pol_list *l = &fs->list;
+	l->verdict = v;
+	l->verdict_ns = now;
+	l->judged++;
+	if (v == POL_PAYS) {
+		l->backoff = 1;
+		return;
+	}
+	l->reprobe_ns = now + (uint64_t)p->cfg.reprobe_s * l->backoff * 1000000000ull;
+	if (l->backoff < MAX_BACKOFF)
+		l->backoff *= 2;
+}
+
+bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now)
+{
+	struct pol_list *l = &fs->list;
+	if (!p->cfg.policy_enabled || (l->verdict != POL_NO_GAIN && l->verdict != POL_FAST))
+		return true;
+	if (now < l->reprobe_ns)
+		return false;
+	/* time to look again, from scratch: caches may have gone cold, the server may be slower */
+	l->verdict = POL_UNKNOWN;
+	l->n_wall = l->n_ahead = l->n_own = 0;
+	l->reprobes++;
+	return true;
+}
+
+enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
+				     uint64_t cpu_ns, uint64_t now)
+{
+	struct pol_list *l = &fs->list;
+	if (!wall_ns)
+		return l->verdict;
+	l->wall_ns = ewma(l->wall_ns, (double)wall_ns, 0.25);
+	l->cpu_ns = ewma(l->cpu_ns, (double)cpu_ns, 0.25);
+	if (++l->n_wall >= LIST_MIN_OWN && l->verdict == POL_UNKNOWN && p->cfg.policy_enabled &&
+	    l->wall_ns < LIST_WAIT_FACTOR * l->cpu_ns)
+		list_verdict(p, fs, POL_FAST, now);
+	return l->verdict;
+}
+
+enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
+				   uint64_t prog_ns, uint64_t now)
+{
+	struct pol_list *l = &fs->list;
+	if (ahead) {
+		l->ahead_ns = ewma(l->ahead_ns, (double)prog_ns, 0.25);
+		l->n_ahead++;
+	} else {
+		l->own_ns = ewma(l->own_ns, (double)prog_ns, 0.25);
+		l->n_own++;
+	}
+	if (!p->cfg.policy_enabled || l->n_ahead < LIST_MIN_JUDGE || l->verdict == POL_FAST ||
+	    l->verdict == POL_NO_GAIN)
+		return l->verdict;
+	/* judged every LIST_MIN_JUDGE listings ahead, on the averages so far */
+	if (l->n_ahead % LIST_MIN_JUDGE)
+		return l->verdict;
+	double ref = l->n_own >= 2 ? l->own_ns : l->wall_ns;
+	bool pays = ref > 0 && ref >= p->cfg.min_gain * (l->ahead_ns > 1 ? l->ahead_ns : 1);
+	list_verdict(p, fs, pays ? POL_PAYS : POL_NO_GAIN, now);
+	return l->verdict;
 }
 
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx)

@@ -66,6 +66,19 @@ struct pol_fs {
 	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
 	unsigned doubts;           /* no-gain stretches in a row while PAYS (hysteresis) */
 	uint64_t last_ns;          /* last use, for eviction */
+	/* Tree-ahead's listings (walk.c): does listing a directory before the program pay here? */
+	struct pol_list {
+		enum pol_verdict verdict; /* PAYS; NO_GAIN: the program's listings are no faster for
+					   * it; FAST: listing costs the filesystem nothing (CPU
+					   * bound), ahead it only takes CPU from the program */
+		uint64_t verdict_ns, reprobe_ns;
+		unsigned backoff;
+		double wall_ns, cpu_ns;  /* EWMA: the daemon opening and reading a directory here */
+		double ahead_ns, own_ns; /* EWMA: the program's listing of a directory listed ahead
+					  * of it, and of one it came to first */
+		unsigned n_wall, n_ahead, n_own; /* samples since the last verdict */
+		uint64_t judged, reprobes;
+	} list;
 };
 
 struct policy;
@@ -121,6 +134,27 @@ unsigned policy_mute_ms(const struct policy *p);
 void policy_account_cpu(struct policy *p, struct pol_fs *fs, uint64_t cpu_ns, uint64_t entries);
 /* A prefetch request on fs completed after latency_ns. */
 void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns);
+
+/*
+ * Tree-ahead's listings.  A walk that lists ahead of the program (walk.c) feeds two figures per
+ * directory: what the daemon's own open and read cost (wall and CPU time), and what the
+ * program's listing then cost (timed by BPF from its open to its end), as a directory the walk
+ * had listed ahead of it or one it came to first.
+ *
+ * policy_list_allowed(): may a walk list ahead here now?  No while the verdict is NO_GAIN or
+ * FAST, until reprobe_s (doubling on each failure) has passed.
+ * policy_list_account(): the daemon listed a directory; after a few, a listing whose wall time
+ * is not clearly above its CPU time (it waits for nothing) makes the verdict FAST.
+ * policy_list_judge(): the program listed a directory; once enough were listed ahead of it, the
+ * listing pays if the program's listing of those is min_gain faster than its own first listings
+ * (or, before it made enough of those, than the daemon's), else NO_GAIN.
+ * Both return the verdict after the sample.
+ */
+bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now);
+enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
+				     uint64_t cpu_ns, uint64_t now);
+enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
+				   uint64_t prog_ns, uint64_t now);
 
 /* Every remembered filesystem, most recently used first. */
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);

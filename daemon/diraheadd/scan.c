@@ -84,6 +84,7 @@ struct scan_mgr {
 	uint32_t tick_major, tick_minor;
 	uint64_t tick_magic, tick_mnt;
 	int tick_fs;                /* 0: no completion since cpu_from, 1: all on tick_*, 2: several */
+	bool tick_listing;          /* a listing-only walk completed something since cpu_from */
 	void (*want_timing)(void *);
 	void *want_timing_ctx;
 };
@@ -95,6 +96,7 @@ struct scan_mgr {
  * takes milliseconds even over a network; stuck requests still count against their own
  * directory's depth_per_scan, so a hung filesystem gets no more than that. */
 #define SCAN_STALL_MS 250
+#define SCAN_READERS 16
 
 struct open_job {
 	int pipe_fd;
@@ -190,7 +192,7 @@ static bool cgroup_allowed(const struct scan_mgr *m, uint32_t pid)
 static void update_timer(struct scan_mgr *m)
 {
 	/* Armed only while scans or walks run: an idle daemon has no timers and no wakeups. */
-	sd_event_source_set_enabled(m->timer_src, m->nscans || walk_mgr_count(m->walks)
+	sd_event_source_set_enabled(m->timer_src, m->nscans || walk_mgr_busy(m->walks)
 							  ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
@@ -266,13 +268,17 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_skip_reason why)
 {
 	m->st->skips[why]++;
-	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
-		  da_skip_reason_names[why]);
+	if (why != DA_SKIP_FILTERED) /* what the operator excluded is counted, not logged */
+		log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
+			  da_skip_reason_names[why]);
 	if (why == DA_SKIP_FAST || why == DA_SKIP_FS_NO_GAIN) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		detector_scan_mute(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino,
 				   policy_mute_ms(m->pol));
 		m->st->scans_muted++;
+		/* but if it walks, its listings may still be worth doing ahead of it */
+		walk_mgr_candidate(m->walks, ev);
+		update_timer(m);
 	} else if (why != DA_SKIP_DRY_RUN) {
 		detector_scan_forget(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
 	}
@@ -385,7 +391,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	else
 		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", s->dev_major, s->dev_minor,
 			 (unsigned long long)ev->parent_ino);
-	if ((parent || sibling) && walk_mgr_start(m->walks, ev, top))
+	if ((parent || sibling) && walk_mgr_start(m->walks, ev, NULL, top, false))
 		update_timer(m);
 	m->last_start.tgid = s->tgid;
 	m->last_start.dev_major = s->dev_major;
@@ -821,12 +827,14 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 	} else {
 		s->failed += c->error != 0;
 		s->completed++;
-		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id };
+		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
 	}
 	if (policy_enabled(m->pol)) {
 		policy_account_latency(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor,
 						       fsid.magic, fsid.mnt_id, now_ns()),
 				       c->latency_ns);
+		/* a listing walk's CPU is spent listing: it says nothing of an entry's cost */
+		m->tick_listing |= fsid.list_only;
 		if (m->tick_fs == 0) {
 			m->tick_fs = 1;
 			m->tick_major = fsid.dev_major;
@@ -854,7 +862,7 @@ static void account_cpu(struct scan_mgr *m)
 	uint64_t cpu = cpu_ns(), n = m->completed_total - m->completed_from;
 	if (n >= 32 || !m->tick_fs) {
 		/* enough to stand for a figure, or CPU spent on no prefetch at all (probes, events) */
-		if (n >= 32) {
+		if (n >= 32 && !m->tick_listing) {
 			struct pol_fs *fs = m->tick_fs == 1 ? policy_fs_mount(m->pol, m->tick_major,
 						m->tick_minor, m->tick_magic, m->tick_mnt, now_ns()) : NULL;
 			policy_account_cpu(m->pol, fs, cpu - m->cpu_from_ns, n);
@@ -862,6 +870,7 @@ static void account_cpu(struct scan_mgr *m)
 		m->cpu_from_ns = cpu;
 		m->completed_from = m->completed_total;
 		m->tick_fs = 0;
+		m->tick_listing = false;
 	}
 }
 
@@ -869,9 +878,10 @@ static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, voi
 {
 	struct scan_mgr *m = data;
 	struct scan *s = dir_data;
-	(void)dir;
 	if (s->owner == DA_OWNER_WALK) {
-		walk_on_dir_done(dir_data, error);
+		struct dirahead_dir_info info;
+		dirahead_dir_get_info(dir, &info);
+		walk_on_dir_done(dir_data, error, &info);
 		update_timer(m);
 		return;
 	}
@@ -943,6 +953,9 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		.size = sizeof(eo), .backend = cfg->engine, .depth = cfg->depth_total,
 		.dir_depth = cfg->depth_per_scan, .on_complete = on_complete,
 		.on_dir_done = on_dir_done, .data = m, .stall_ms = SCAN_STALL_MS,
+		/* a walk lists open_dirs directories at once, on a network filesystem latency
+		 * bound: two walks' worth of readers (fixed at start) */
+		.readers = SCAN_READERS,
 	};
 	m->engine = dirahead_engine_new(&eo);
 	if (!m->engine) {

@@ -39,7 +39,8 @@
 	X(EXITED, "process_exited")    /* the walker exited or exec'ed */                          \
 	X(LEFT, "left_tree")           /* it listed a directory outside the tree */                \
 	X(IDLE, "idle")                /* no listing and nothing to fetch for idle_timeout_ms */   \
-	X(NO_GAIN, "no_gain")          /* the filesystem's verdict turned to no_gain */            \
+	X(NO_GAIN, "no_gain")          /* what it did ahead (fetching, listing) did not pay */    \
+	X(FAST, "fast_listings")       /* listing only, and the listings wait for nothing */      \
 	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
 	X(SHUTDOWN, "shutdown")
 
@@ -77,6 +78,9 @@ struct da_stats {
 	uint64_t judged;
 	/* tree-ahead */
 	uint64_t walks_started;
+	uint64_t walks_list_only;        /* ... listing only (DIRAHEAD_DIR_LIST_ONLY), or turned so */
+	uint64_t walk_candidates;        /* processes watched for a walk after a skipped scan */
+	uint64_t walk_entries_used;      /* fetched by walks in directories the program listed */
 	uint64_t walks_ended[DA_WALK_END_MAX];
 	uint64_t walk_listings;          /* listings of walkers reported by the detector */
 	uint64_t walk_dirs_opened;       /* directories the walks listed */

@@ -29,6 +29,10 @@
 /* Levels above its root a walk recognises: a pre-order walker that leaves the walk's subtree
  * lists a child of one of them next (find from /usr/include whose first walk began in c++/12). */
 #define WALK_ANCESTORS 8
+/* Processes watched at once for a walk that would list only (struct walk_cand), and the
+ * unrelated listings after which one is no longer watched. */
+#define WALK_MAX_CANDS 64
+#define WALK_CAND_STRAYS 4
 
 enum wn_state { WN_NEW, WN_OPEN, WN_DONE, WN_FAILED };
 
@@ -79,8 +83,27 @@ struct walk {
 	uint64_t entries_ahead, entries, visited;
 	bool by_name;               /* the program visits subdirectories in name order */
 	unsigned votes_readdir, votes_name;
+	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
+	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
+	bool list_only;
+	/* the program's listings as BPF times them (dirahead_event.list_sum_ns): the totals seen,
+	 * and whether the directory it listed last had been listed ahead of it */
+	uint64_t list_sum_seen, list_n_seen;
+	int last_listed_ahead;      /* -1: none (not a directory of the walk) */
 	bool ending;
 	uint64_t start_ns, last_ns;
+};
+
+/* A process whose scan was skipped (its stats are fast, or prefetching them does not pay on
+ * that filesystem) is watched for one more listing: if it goes below or beside the directory it
+ * scanned, it walks, and a walk that lists ahead of it may still save it its listings. */
+struct walk_cand {
+	uint32_t tgid;
+	uint64_t ino, parent_ino;   /* what it lists now (first: the scan's directory) */
+	unsigned strays;            /* listings since that were not of a child or sibling */
+	uint64_t since_ns;
+	bool scanned;               /* ev is the scan of ino (a walk's top can be opened by it) */
+	struct dirahead_event ev;
 };
 
 struct walk_mgr {
@@ -94,12 +117,16 @@ struct walk_mgr {
 	struct walk *walks;
 	unsigned n;
 	uint64_t next_id;
+	struct walk_cand cands[WALK_MAX_CANDS];
+	unsigned ncands;
 };
 
 struct open_job {
 	int pipe_fd;
 	uint64_t walk_id;
 	struct dirahead_event ev;
+	bool has_top;
+	struct dirahead_event near; /* a scan of the top or of a child of it (has_top) */
 };
 
 struct open_result {
@@ -243,16 +270,23 @@ static void free_walk(struct walk *w)
 	free(w);
 }
 
+static struct pol_fs *walk_fs(struct walk *w)
+{
+	return policy_fs_mount(w->mgr->pol, w->dev_major, w->dev_minor, w->magic, w->mnt_id,
+			       now_ns());
+}
+
 static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
 {
 	struct walk_mgr *m = w->mgr;
-	struct pol_fs *fs = policy_fs_mount(m->pol, w->dev_major, w->dev_minor, w->magic, w->mnt_id,
-					    now_ns());
+	struct pol_fs *fs = walk_fs(w);
 	unsigned depth = policy_enabled(m->pol) ? policy_depth(m->pol, fs) : m->cfg.depth_per_scan;
 	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
 					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
-					   .depth = depth, .data = n };
+					   .depth = depth, .data = n,
+					   .flags = w->list_only ? DIRAHEAD_DIR_LIST_ONLY : 0 };
 }
+
 
 static bool open_node(struct walk *w, struct wnode *n)
 {
@@ -380,11 +414,15 @@ static void visit(struct walk *w, struct wnode *n)
 	}
 	n->visited = true;
 	w->visited++;
+	/* listed ahead of it, or being listed: what the walk did for it (a listing still in
+	 * flight saves it part of its own); the others it came to first */
+	w->last_listed_ahead = n->ahead;
 	if (n->ahead) {
 		n->ahead = false;
 		w->dirs_ahead--;
 		w->entries_ahead -= n->completed;
 		m->st->walk_dirs_ahead++;
+		m->st->walk_entries_used += n->completed;
 		if (w->window < m->cfg.walk_ahead_dirs)
 			w->window++;
 	} else if (n->state == WN_NEW) {
@@ -478,7 +516,7 @@ static bool add_kid(struct walk *w, struct wnode *p, struct wnode *k)
 void walk_fs_of(const void *dir_data, struct walk_fs *fs)
 {
 	const struct walk *w = ((const struct wnode *)dir_data)->w;
-	*fs = (struct walk_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id };
+	*fs = (struct walk_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id, w->list_only };
 }
 
 void walk_on_complete(const struct dirahead_completion *c)
@@ -491,6 +529,8 @@ void walk_on_complete(const struct dirahead_completion *c)
 		w->entries++;
 		if (n->ahead)
 			w->entries_ahead++;
+		else if (n->visited)
+			m->st->walk_entries_used++;
 	}
 	if (n->zombie || w->ending || !c->stx || !S_ISDIR(c->stx->stx_mode))
 		return;
@@ -526,7 +566,7 @@ void walk_on_complete(const struct dirahead_completion *c)
 	pump(w);
 }
 
-void walk_on_dir_done(void *dir_data, int error)
+void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info *info)
 {
 	struct wnode *n = dir_data;
 	struct walk *w = n->w;
@@ -554,44 +594,74 @@ void walk_on_dir_done(void *dir_data, int error)
 		dirahead_dirfd_put(n->hold);
 		n->hold = NULL;
 	}
+	/* (not the top: the program has just listed it itself, it is cached whatever the
+	 * filesystem) */
+	if (!error && info && n != w->root && policy_enabled(m->pol) &&
+	    policy_list_account(m->pol, walk_fs(w), info->list_ns, info->list_cpu_ns, now_ns()) ==
+		    POL_FAST && w->list_only) {
+		/* listing here waits for nothing: ahead of the program it only takes its CPU */
+		end_walk(w, DA_WALK_END_FAST);
+		return;
+	}
 	pump(w);
+}
+
+static const struct open_how up_how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+					 .resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
+
+/* The parent of e's directory, checked to be `want` by inode, or -errno. */
+static int parent_of(const struct dirahead_event *e, uint64_t want)
+{
+	int fd = procdir_open(e);
+	if (fd < 0)
+		return fd;
+	/* The parent as the program reached it: same mount, no symlink; checked by inode. */
+	int pfd = (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
+	int err = pfd < 0 ? -errno : 0;
+	close(fd);
+	if (pfd >= 0 && procdir_same(pfd, "", e, want) < 0) {
+		close(pfd);
+		return -ESTALE;
+	}
+	return pfd >= 0 ? pfd : err;
+}
+
+/* The top of the walk (the parent of ev's directory), or -errno. */
+static int open_top(const struct open_job *job)
+{
+	uint64_t top = job->ev.parent_ino;
+	int fd = parent_of(&job->ev, top);
+	if (fd >= 0 || !job->has_top)
+		return fd;
+	/* The listing's fd is gone already (fts closes a directory once read): by the scan that
+	 * made it a walker, as the program named that directory, the top itself or a child. */
+	int tfd = job->near.ino == top ? procdir_open(&job->near)
+		  : job->near.parent_ino == top ? parent_of(&job->near, top) : -ESTALE;
+	return tfd >= 0 ? tfd : fd;
 }
 
 static void *opener_main(void *arg)
 {
 	struct open_job *job = arg;
-	struct open_result r = { .walk_id = job->walk_id, .fd = -ENOENT };
-	int fd = procdir_open(&job->ev);
-	if (fd >= 0) {
-		/* The parent as the program reached it: same mount, no symlink; checked by inode. */
-		struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-					.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
-		int pfd = (int)syscall(SYS_openat2, fd, "..", &how, sizeof(how));
-		r.fd = pfd < 0 ? -errno : pfd;
-		close(fd);
-		if (pfd >= 0 && procdir_same(pfd, "", &job->ev, job->ev.parent_ino) < 0) {
-			close(pfd);
-			r.fd = -ESTALE;
-		} else if (pfd >= 0) {
-			/* its ancestors, as far as the mount goes */
-			int cur = pfd;
-			for (unsigned i = 0; i < WALK_ANCESTORS; i++) {
-				int up = (int)syscall(SYS_openat2, cur, "..", &how, sizeof(how));
-				struct stat st;
-				if (cur != pfd)
-					close(cur);
-				cur = up;
-				if (up < 0 || fstat(up, &st) < 0 ||
-				    procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
-				    (i && st.st_ino == r.up[i - 1]) || st.st_ino == job->ev.parent_ino)
-					break; /* not the same mount, or the filesystem's root */
-				r.up[i] = st.st_ino;
-			}
-			if (cur >= 0 && cur != pfd)
-				close(cur);
+	struct open_result r = { .walk_id = job->walk_id };
+	int pfd = r.fd = open_top(job);
+	/* its ancestors, as far as the mount goes */
+	for (int cur = pfd, i = 0; pfd >= 0 && i < WALK_ANCESTORS; i++) {
+		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
+		struct stat st;
+		if (cur != pfd)
+			close(cur);
+		cur = up;
+		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
+		    (i && st.st_ino == r.up[i - 1]) || st.st_ino == job->ev.parent_ino) {
+			/* not the same mount, or the filesystem's root */
+			if (up >= 0)
+				close(up);
+			break;
 		}
-	} else {
-		r.fd = fd;
+		r.up[i] = st.st_ino;
+		if (i == WALK_ANCESTORS - 1)
+			close(up);
 	}
 	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r) && r.fd >= 0)
 		close(r.fd);
@@ -662,7 +732,24 @@ bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid, uint32_t dev_majo
 	return false;
 }
 
-bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const char *top_path)
+static struct walk_cand *cand_of(struct walk_mgr *m, uint32_t tgid)
+{
+	for (unsigned i = 0; i < m->ncands; i++)
+		if (m->cands[i].tgid == tgid)
+			return &m->cands[i];
+	return NULL;
+}
+
+/* No longer watched; the detector's entry goes too unless a walk takes it over. */
+static void cand_drop(struct walk_mgr *m, struct walk_cand *c, bool clear)
+{
+	if (clear)
+		detector_walker_clear(m->det, c->tgid);
+	*c = m->cands[--m->ncands];
+}
+
+bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
+		    const struct dirahead_event *top_ev, const char *top_path, bool list_only)
 {
 	if (!m->cfg.walk_enabled || !ev->parent_ino || ev->parent_ino == ev->ino)
 		return false;
@@ -676,6 +763,9 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const c
 		}
 	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
 		return false;
+	struct walk_cand *c = cand_of(m, ev->tgid);
+	if (c) /* a walk of its own now: the detector's entry is set anew below */
+		cand_drop(m, c, false);
 	struct walk *w = calloc(1, sizeof(*w));
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!w || !job)
@@ -683,13 +773,17 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const c
 	*w = (struct walk){ .mgr = m, .id = ++m->next_id, .tgid = ev->tgid,
 			    .dev_major = ev->dev_major, .dev_minor = ev->dev_minor,
 			    .magic = ev->magic, .mnt_id = ev->mnt_id, .top_ino = ev->ino,
-			    .top_parent_ino = ev->parent_ino, .pending_ino = ev->ino };
+			    .top_parent_ino = ev->parent_ino, .pending_ino = ev->ino,
+			    .list_only = list_only, .last_listed_ahead = -1 };
 	w->start_ns = w->last_ns = now_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
 	w->comm[sizeof(w->comm) - 1] = '\0';
 	snprintf(w->path, sizeof(w->path), "%s", top_path);
-	*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev };
+	*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev,
+				  .has_top = top_ev != NULL };
+	if (top_ev)
+		job->near = *top_ev;
 	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0)
 		goto fail;
 	pthread_t th;
@@ -707,12 +801,103 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const c
 	m->walks = w;
 	m->n++;
 	m->st->walks_started++;
-	log_info("walk: pid %u (%s) descends from %s: listing the tree ahead of it",
-		 w->tgid, w->comm, w->path);
+	m->st->walks_list_only += list_only;
+	log_info("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
+		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
 	return true;
 fail:
 	free(w);
 	free(job);
+	return false;
+}
+
+void walk_mgr_candidate(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	if (!m->cfg.walk_enabled || !m->cfg.walk_list_only || !ev->parent_ino ||
+	    ev->parent_ino == ev->ino || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
+		return;
+	if (policy_enabled(m->pol) &&
+	    !policy_list_allowed(m->pol, policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor,
+							 ev->magic, ev->mnt_id, now_ns()),
+				 now_ns()))
+		return;
+	struct walk_cand *c = cand_of(m, ev->tgid);
+	if (!c) {
+		if (m->ncands == WALK_MAX_CANDS) /* the oldest makes room */
+			for (unsigned i = 0; i < m->ncands; i++)
+				if (!c || m->cands[i].since_ns < c->since_ns)
+					c = &m->cands[i];
+		if (c)
+			detector_walker_clear(m->det, c->tgid);
+		else
+			c = &m->cands[m->ncands++];
+	}
+	*c = (struct walk_cand){ .tgid = ev->tgid, .ino = ev->ino, .parent_ino = ev->parent_ino,
+				 .since_ns = now_ns(), .scanned = true, .ev = *ev };
+	/* its listings there are reported, one event each, whatever the mute */
+	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0)
+		cand_drop(m, c, false);
+	else
+		m->st->walk_candidates++;
+}
+
+/* A listing of a watched process: a child or sibling of the directory it scanned makes it a
+ * walker; anything else is what it scans now, watched in its place a few times. */
+static void cand_listing(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	struct walk_cand *c = cand_of(m, ev->tgid);
+	if (!c)
+		return;
+	bool child = ev->parent_ino == c->ino;
+	bool sibling = c->parent_ino && ev->parent_ino == c->parent_ino && ev->ino != c->ino;
+	if (!child && !sibling) {
+		if (++c->strays > WALK_CAND_STRAYS)
+			return cand_drop(m, c, true);
+		c->ino = ev->ino;
+		c->parent_ino = ev->parent_ino;
+		c->scanned = false;
+		return;
+	}
+	char top[DIRAHEAD_PATH_LEN];
+	struct dirahead_event near = c->ev;
+	bool scanned = c->scanned;
+	if (child && scanned && (near.ref & DIRAHEAD_REF_PATH))
+		snprintf(top, sizeof(top), "%s", near.path);
+	else
+		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
+			 (unsigned long long)ev->parent_ino);
+	cand_drop(m, c, false);
+	if (!walk_mgr_start(m, ev, scanned ? &near : NULL, top, true))
+		detector_walker_clear(m->det, ev->tgid);
+}
+
+/* What the program's listing of the directory it listed before this one cost it (BPF times
+ * each; the totals come with every event), as a sample for the cost model.  true: the walk
+ * ended (its listings do not pay). */
+static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
+{
+	struct walk_mgr *m = w->mgr;
+	if (ev->list_count < w->list_n_seen) /* the detector's entry was set anew */
+		w->list_n_seen = w->list_sum_seen = 0;
+	uint64_t dn = ev->list_count - w->list_n_seen, ds = ev->list_sum_ns - w->list_sum_seen;
+	int ahead = w->last_listed_ahead;
+	w->list_n_seen = ev->list_count;
+	w->list_sum_seen = ev->list_sum_ns;
+	w->last_listed_ahead = -1;
+	if (dn != 1 || ahead < 0 || !policy_enabled(m->pol))
+		return false;
+	struct pol_fs *fs = walk_fs(w);
+	uint64_t judged = fs->list.judged;
+	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ds, now_ns());
+	if (fs->list.judged != judged)
+		log_debug("walk of pid %u: its listings took %.0f us listed ahead, %.0f us its own "
+			  "(%u), the daemon's %.0f us: %s", w->tgid, fs->list.ahead_ns / 1e3,
+			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.wall_ns / 1e3,
+			  pol_verdict_names[v]);
+	if (v == POL_NO_GAIN && w->list_only) {
+		end_walk(w, DA_WALK_END_NO_GAIN);
+		return true;
+	}
 	return false;
 }
 
@@ -721,8 +906,10 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	struct walk *w = walk_of(m, ev->tgid);
 	m->st->walk_listings++;
 	if (!w)
-		return;
+		return cand_listing(m, ev);
 	w->last_ns = now_ns();
+	if (judge_listing(w, ev))
+		return;
 	if (!w->root) { /* the top is still being opened */
 		w->pending_ino = ev->ino;
 		return;
@@ -753,20 +940,24 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		return;
 	log_debug("walk of pid %u: lists ino %llu, outside the tree", w->tgid,
 		  (unsigned long long)ev->ino);
-	end_walk(w, DA_WALK_END_LEFT);
+	bool list_only = w->list_only;
+	end_walk(w, DA_WALK_END_LEFT); /* w may be freed */
 	if (sibling) {
 		char top[DIRAHEAD_PATH_LEN];
 		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 			 (unsigned long long)ev->parent_ino);
-		walk_mgr_start(m, ev, top);
+		walk_mgr_start(m, ev, NULL, top, list_only);
 	}
 }
 
 void walk_mgr_on_exit(struct walk_mgr *m, const struct dirahead_event *ev)
 {
 	struct walk *w = walk_of(m, ev->tgid);
+	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (w)
 		end_walk(w, DA_WALK_END_EXITED);
+	if (c) /* BPF deleted its entry */
+		cand_drop(m, c, false);
 }
 
 bool walk_mgr_tick(struct walk_mgr *m)
@@ -781,17 +972,36 @@ bool walk_mgr_tick(struct walk_mgr *m)
 			end_walk(w, DA_WALK_END_IDLE);
 			continue;
 		}
-		if (policy_enabled(m->pol)) {
-			struct pol_fs *fs = policy_fs_mount(m->pol, w->dev_major, w->dev_minor, w->magic,
-							    w->mnt_id, t);
-			if (fs->verdict == POL_NO_GAIN)
+		if (!policy_enabled(m->pol))
+			continue;
+		struct pol_fs *fs = walk_fs(w);
+		if (w->list_only) {
+			if (!policy_list_allowed(m->pol, fs, t))
+				end_walk(w, fs->list.verdict == POL_FAST ? DA_WALK_END_FAST
+									 : DA_WALK_END_NO_GAIN);
+		} else if (fs->verdict == POL_NO_GAIN) {
+			/* fetching entries does not pay here: listing ahead may still */
+			if (m->cfg.walk_list_only && policy_list_allowed(m->pol, fs, t)) {
+				w->list_only = true;
+				m->st->walks_list_only++;
+				log_debug("walk of pid %u: listings only from now on", w->tgid);
+			} else {
 				end_walk(w, DA_WALK_END_NO_GAIN);
+			}
 		}
 	}
-	return m->walks != NULL;
+	/* watched processes that did not walk within the idle time are let go */
+	for (unsigned i = 0; i < m->ncands;) {
+		if (t - m->cands[i].since_ns > idle)
+			cand_drop(m, &m->cands[i], true);
+		else
+			i++;
+	}
+	return m->walks || m->ncands;
 }
 
 unsigned walk_mgr_count(const struct walk_mgr *m) { return m->n; }
+bool walk_mgr_busy(const struct walk_mgr *m) { return m->n || m->ncands; }
 
 void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, void *), void *ctx)
 {
@@ -830,11 +1040,14 @@ struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 void walk_mgr_reconfigure(struct walk_mgr *m, const struct da_config *cfg)
 {
 	m->cfg = *cfg;
-	if (!cfg->enabled || !cfg->walk_enabled)
+	if (!cfg->enabled || !cfg->walk_enabled) {
 		for (struct walk *w = m->walks, *next; w; w = next) {
 			next = w->next;
 			end_walk(w, DA_WALK_END_SHUTDOWN);
 		}
+		while (m->ncands)
+			cand_drop(m, &m->cands[0], true);
+	}
 }
 
 void walk_mgr_free(struct walk_mgr *m)

@@ -8,6 +8,12 @@
  * tracking them as scans: each one moves the walk's cursor, hands the directory over (already
  * fetched: nothing to confirm, open or ramp) and drops subtrees the program passed over.
  * Symlinks, mount and automount points are never entered.
+ *
+ * Where the program's stats need no prefetch (they are fast, or fetching them did not pay) but
+ * its listings wait on the filesystem (sshfs, NFS or FUSE readdirplus: the listing brings the
+ * attributes), a walk lists only: it reads the directories ahead and fetches no entry but the
+ * subdirectories it needs to go on.  Whether that pays is the cost model's (policy.h): the
+ * program's listings, timed by BPF, must get faster where the walk was ahead.
  */
 #ifndef DIRAHEAD_WALK_H
 #define DIRAHEAD_WALK_H
@@ -41,9 +47,16 @@ struct walk_info {
 struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
 			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol);
 void walk_mgr_reconfigure(struct walk_mgr *w, const struct da_config *cfg);
-/* A scan of `ev` started and its parent directory (top_path: the program's name for it) is a
- * scan of the same process: start a walk from that parent.  true if one started. */
-bool walk_mgr_start(struct walk_mgr *w, const struct dirahead_event *ev, const char *top_path);
+/* The process of `ev` (a scan, or a listing) went below or beside a directory it scanned: start
+ * a walk from the parent of ev's directory (top_path: the program's name for it; top_ev, if not
+ * NULL: a scan of that parent or of a child of it, tried when ev's directory can no longer be
+ * opened).  list_only: list ahead, fetch only what may be a subdirectory.  true if one started. */
+bool walk_mgr_start(struct walk_mgr *w, const struct dirahead_event *ev,
+		    const struct dirahead_event *top_ev, const char *top_path, bool list_only);
+/* The scan `ev` was skipped: the program's stats are fast, or fetching them does not pay on
+ * that filesystem.  Watch its next listings: one below or beside that directory starts a walk
+ * that lists only (where the cost model lets listings ahead run). */
+void walk_mgr_candidate(struct walk_mgr *w, const struct dirahead_event *ev);
 /* The process has a walk (on any filesystem when dev_major and dev_minor are UINT32_MAX). */
 bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid, uint32_t dev_major,
 		      uint32_t dev_minor);
@@ -54,14 +67,18 @@ void walk_mgr_on_exit(struct walk_mgr *w, const struct dirahead_event *ev);
 struct walk_fs {
 	uint32_t dev_major, dev_minor;
 	uint64_t magic, mnt_id;
+	bool list_only;            /* the walk lists only: its CPU goes to listings, not entries */
 };
 void walk_fs_of(const void *dir_data, struct walk_fs *fs);
-/* Engine callbacks for dir_data whose owner is DA_OWNER_WALK. */
+/* Engine callbacks for dir_data whose owner is DA_OWNER_WALK (info: the directory's, if known). */
 void walk_on_complete(const struct dirahead_completion *c);
-void walk_on_dir_done(void *dir_data, int error);
-/* Ends idle walks and walks on filesystems where prefetch stopped paying; true while any run. */
+void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info *info);
+/* Ends idle walks and walks on filesystems where prefetch stopped paying, lets go of watched
+ * processes that did not walk; true while any walk or watch is left. */
 bool walk_mgr_tick(struct walk_mgr *w);
 unsigned walk_mgr_count(const struct walk_mgr *w);
+/* Walks or watched processes: the tick is needed. */
+bool walk_mgr_busy(const struct walk_mgr *w);
 void walk_mgr_foreach(struct walk_mgr *w, void (*fn)(const struct walk_info *, void *), void *ctx);
 /* Ends every walk; never waits for a hung filesystem.  Call before freeing the engine. */
 void walk_mgr_free(struct walk_mgr *w);

@@ -24,7 +24,8 @@
 
 #define DEFAULT_DEPTH 64
 #define DEFAULT_STALL_MS 1000
-#define READERS 4          /* directories being opened/read at once (more when some are stuck) */
+#define READERS 4          /* default: directories being opened/read at once (more when some
+			    * are stuck) */
 #define READERS_MAX 64
 
 /* Common part of a stat request and a directory-read job. */
@@ -202,11 +203,32 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* First read: open our own description of the directory (own file position). */
+static bool rjob_open(struct rjob *j)
+{
+	int fd = j->src_fd >= 0 ? openat(j->src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+				: open_child(j->parent->fd, j->name);
+	if (fd < 0) {
+		j->op.res = j->src_fd >= 0 ? -errno : fd;
+		return false;
+	}
+	j->opened_fd = fd;
+	j->ds = malloc(sizeof(*j->ds));
+	if (!j->ds || da_ds_init(j->ds, fd) < 0) {
+		j->op.res = -ENOMEM;
+		return false;
+	}
+	return true;
+}
+
 static void rjob_read(struct rjob *j);
 
 static void rjob_run(struct pool_job *pj)
 {
 	struct rjob *j = list_entry(pj, struct rjob, op.job);
+	if (!j->ds && !rjob_open(j))
+		return;
+	/* the reading alone: what a program's own listing of the directory repeats */
 	uint64_t t0 = da_now_ns(), c0 = thread_cpu_ns();
 	rjob_read(j);
 	j->wall_ns = da_now_ns() - t0;
@@ -220,21 +242,6 @@ static void rjob_read(struct rjob *j)
 	uint8_t type;
 	int r;
 
-	if (!j->ds) {
-		/* First read: open our own description of the directory (own file position). */
-		int fd = j->src_fd >= 0 ? openat(j->src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-					: open_child(j->parent->fd, j->name);
-		if (fd < 0) {
-			j->op.res = j->src_fd >= 0 ? -errno : fd;
-			return;
-		}
-		j->opened_fd = fd;
-		j->ds = malloc(sizeof(*j->ds));
-		if (!j->ds || da_ds_init(j->ds, fd) < 0) {
-			j->op.res = -ENOMEM;
-			return;
-		}
-	}
 	j->b = da_batch_new(j->base, j->batch_cap);
 	if (!j->b) {
 		j->op.res = -ENOMEM;
@@ -788,6 +795,10 @@ struct dirahead_engine *dirahead_engine_new(const struct dirahead_engine_opts *o
 		e->o.threads = e->o.depth;
 	if (!e->o.stall_ms)
 		e->o.stall_ms = DEFAULT_STALL_MS;
+	if (!e->o.readers)
+		e->o.readers = READERS;
+	if (e->o.readers > READERS_MAX)
+		e->o.readers = READERS_MAX;
 	e->stall_ns = (uint64_t)e->o.stall_ms * 1000000ull;
 	list_init(&e->waiting);
 	list_init(&e->active);
@@ -829,7 +840,7 @@ struct dirahead_engine *dirahead_engine_new(const struct dirahead_engine_opts *o
 		if (!e->stat_pool)
 			goto fail_nomem;
 	}
-	e->read_pool = pool_new(READERS, READERS_MAX, e->efd);
+	e->read_pool = pool_new(e->o.readers, READERS_MAX, e->efd);
 	if (!e->read_pool)
 		goto fail_nomem;
 	return e;

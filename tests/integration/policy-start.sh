@@ -5,7 +5,9 @@
 # - on the local disk, warm: `ls -l` stats cost a few microseconds, below what a prefetched
 #   entry costs the daemon, so the scan is probed, skipped as fast_stats and muted in BPF:
 #   nothing is prefetched, and the rest of the walk (a find over many directories of the same
-#   filesystem) is no longer tracked (listings stay flat while it runs);
+#   filesystem) is no longer tracked (listings stay flat while it runs), and a walk that lists
+#   ahead of it, if one starts, ends once its listings are found to wait for nothing (or with
+#   find), having fetched no file;
 # - through slowfs at 500 us a lookup: the same listing is probed, found slow and prefetched,
 #   the program sends almost none of its own lookups, and the filesystem's verdict is "pays".
 # A comm filter keeps other processes on the machine out of the counters.
@@ -41,7 +43,15 @@ before=$(daemon_stat listings)
 after=$(daemon_stat listings)
 info "listings during the muted find over 61 directories: $((after - before))"
 assert_le $((after - before)) 5 "listings tracked after the mute"
-assert_eq "$(daemon_stat entries_prefetched)" 0 "entries prefetched for the warm walk"
+# It walks: a walk that lists only (its stats are fast) may start, and ends once a few of its
+# listings are found to wait for nothing; it fetches subdirectories only, never a file.
+# (or find is done first)
+listed=$(daemon_stat walks_list_only)
+assert_le "$listed" 1 "walks that listed only"
+assert_eq $(($(daemon_stat walks_ended.fast_listings) + $(daemon_stat walks_ended.process_exited))) \
+	"$listed" "walks ended as fast_listings or with find"
+assert_le "$(daemon_stat entries_prefetched)" 62 "entries prefetched for the warm walk (the 62 directories)"
+assert_ne "$(daemon_stat "filesystems.$dev.list_verdict")" pays "listing verdict of the local filesystem"
 
 # The same directory behind 500 us of latency: prefetched.
 slowfs_mount "$T/back" "$T/mnt" --latency-us 500

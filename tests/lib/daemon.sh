@@ -38,6 +38,8 @@ daemon_kill() {
 	wait "$DAEMON_PID" 2>/dev/null
 	DAEMON_PID=
 	echo "--- diraheadd log"; tail -n 40 "$DAEMON_LOG"
+	# KEEP_LOGS=1 tests/run-tests.sh NAME: the whole log, for a look after a failure
+	if [ -n "${KEEP_LOGS:-}" ]; then cp "$DAEMON_LOG" "$BUILD/test-logs/$TEST_NAME.diraheadd.log"; fi
 }
 
 daemon_stop() {

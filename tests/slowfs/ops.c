@@ -30,6 +30,7 @@ struct node {
 	char *name;
 	struct node *id_next;
 	struct node *key_next;
+	uint64_t listed_until_ns;	/* --cache-listing: a listing of it ended; valid until then */
 };
 
 static pthread_mutex_t nodes_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -297,6 +298,39 @@ void sf_node_forget(uint64_t id, uint64_t nlookup)
 	pthread_mutex_unlock(&nodes_lock);
 }
 
+/* --cache-listing: is the listing of directory `id` (or, with of_parent, of the directory
+ * holding `id`) cached?  Then the reply goes out at once, as from a client's cache. */
+static bool listing_cached(uint64_t id, bool of_parent)
+{
+	bool hit = false;
+
+	if (!sf_cfg.cache_listing_ns)
+		return false;
+	pthread_mutex_lock(&nodes_lock);
+	struct node *n = find_id(id);
+	if (n && of_parent)
+		n = n->parent;
+	hit = n && sf_now_ns() < n->listed_until_ns;
+	pthread_mutex_unlock(&nodes_lock);
+	return hit;
+}
+
+static void listing_ended(uint64_t id)
+{
+	pthread_mutex_lock(&nodes_lock);
+	struct node *n = find_id(id);
+	if (n)
+		n->listed_until_ns = sf_now_ns() + sf_cfg.cache_listing_ns;
+	pthread_mutex_unlock(&nodes_lock);
+}
+
+/* Answer without the delay: the listing cache has it. */
+static void from_cache(struct sf_reply *r)
+{
+	r->due_ns = sf_now_ns();
+	sf_stats_cached(fuse_req_ctx(r->req)->pid);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static void fill_entry(struct fuse_entry_param *e, uint64_t id, const struct stat *st)
@@ -346,6 +380,8 @@ static void sf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!r)
 		return;
+	if (listing_cached(parent, false))
+		from_cache(r);
 	if (fail) {
 		r->err = fail;
 	} else if ((r->err = -node_path(parent, name, path, sizeof(path))) != 0) {
@@ -394,6 +430,8 @@ static void sf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)fi;
 	if (!r)
 		return;
+	if (listing_cached(ino, true))
+		from_cache(r);
 	if ((r->err = -node_path(ino, NULL, path, sizeof(path))) == 0) {
 		if (fstatat(sf_rootfd, path, &r->u.attr.st, AT_SYMLINK_NOFOLLOW) != 0) {
 			r->err = errno;
@@ -523,6 +561,8 @@ static void sf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	if (!r)
 		return;
+	if (listing_cached(ino, false))
+		from_cache(r);
 	if ((r->err = -node_path(ino, NULL, path, sizeof(path))) != 0)
 		goto out;
 	d = calloc(1, sizeof(*d));
@@ -556,6 +596,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t dir, size_t size, off_t off,
 
 	if (!r)
 		return;
+	if (listing_cached(dir, false))
+		from_cache(r);
 	r->buf = malloc(size ? size : 1);
 	if (!r->buf) {
 		r->err = ENOMEM;
@@ -616,6 +658,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t dir, size_t size, off_t off,
 	if (!r->err) {
 		r->kind = SF_R_BUF;
 		r->len = pos;
+		/* an empty reply is the end of the listing: from now on it is in the cache */
+		if (!pos && sf_cfg.cache_listing_ns)
+			listing_ended(dir);
 	}
 	sf_reply_submit(r);
 }

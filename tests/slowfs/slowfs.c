@@ -61,6 +61,9 @@ static void usage(FILE *f)
 	      "  --entry-timeout S     name cache timeout, seconds (default 60, 0 = none)\n"
 	      "  --negative-timeout S  cache failed lookups (ENOENT) for S seconds (default 0)\n"
 	      "  --readdirplus         implement and advertise READDIRPLUS (default off)\n"
+	      "  --cache-listing S     like sshfs: once a directory was listed to its end, answer\n"
+	      "                        its opendir and readdir and the lookups and getattrs of its\n"
+	      "                        entries at once for S seconds (default 0: off)\n"
 	      "  --no-parallel-dirops  do not negotiate FUSE_PARALLEL_DIROPS (kernel serializes\n"
 	      "                        lookups within a directory)\n"
 	      "  --max-threads N       libfuse worker threads (default 64)\n"
@@ -115,6 +118,7 @@ static double parse_seconds(const char *opt, const char *s)
 enum {
 	O_LATENCY = 256, O_LOOKUP, O_GETATTR, O_READDIR, O_READ, O_JITTER, O_ATTR_TMO,
 	O_ENTRY_TMO, O_NEG_TMO, O_RDPLUS, O_NO_PAR, O_THREADS, O_CONTROL, O_DEBUG, O_FUSE_DEBUG,
+	O_CACHE_LIST,
 };
 
 static const struct option longopts[] = {
@@ -128,6 +132,7 @@ static const struct option longopts[] = {
 	{ "entry-timeout", required_argument, NULL, O_ENTRY_TMO },
 	{ "negative-timeout", required_argument, NULL, O_NEG_TMO },
 	{ "readdirplus", no_argument, NULL, O_RDPLUS },
+	{ "cache-listing", required_argument, NULL, O_CACHE_LIST },
 	{ "no-parallel-dirops", no_argument, NULL, O_NO_PAR },
 	{ "max-threads", required_argument, NULL, O_THREADS },
 	{ "control", required_argument, NULL, O_CONTROL },
@@ -160,6 +165,10 @@ static void parse_args(int argc, char **argv)
 			sf_cfg.negative_timeout = parse_seconds("--negative-timeout", optarg);
 			break;
 		case O_RDPLUS: sf_cfg.readdirplus = true; break;
+		case O_CACHE_LIST:
+			sf_cfg.cache_listing_ns =
+				(uint64_t)(parse_seconds("--cache-listing", optarg) * 1e9);
+			break;
 		case O_NO_PAR: sf_cfg.parallel_dirops = false; break;
 		case O_THREADS: {
 			uint64_t v = parse_us("--max-threads", optarg) / 1000;

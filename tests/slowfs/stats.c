@@ -46,6 +46,7 @@ struct tid_ent {		/* TID -> thread group id */
 struct pid_ent {		/* per thread group counters */
 	pid_t tgid;
 	uint64_t n[SF_OP_COUNT];
+	uint64_t cached;	/* replies the listing cache sent at once (--cache-listing) */
 	struct pid_ent *next;
 };
 
@@ -53,7 +54,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tid_ent *tids[NBUCKETS];
 static size_t ntids;
 static struct pid_ent *pids[NBUCKETS];
-static uint64_t total[SF_OP_COUNT];
+static uint64_t total[SF_OP_COUNT], total_cached;
 static uint64_t inflight, inflight_attr, max_inflight, max_inflight_attr;
 static uint64_t start_ns;
 
@@ -152,26 +153,44 @@ static bool is_attr_op(enum sf_op op)
 	return op == SF_OP_LOOKUP || op == SF_OP_GETATTR;
 }
 
+/* The counters of thread group tgid, created if new (lock held); NULL if out of memory. */
+static struct pid_ent *pid_ent_locked(pid_t tgid)
+{
+	struct pid_ent *p;
+
+	for (p = pids[bucket(tgid)]; p; p = p->next)
+		if (p->tgid == tgid)
+			return p;
+	if ((p = calloc(1, sizeof(*p))) != NULL) {
+		p->tgid = tgid;
+		p->next = pids[bucket(tgid)];
+		pids[bucket(tgid)] = p;
+	}
+	return p;
+}
+
+void sf_stats_cached(pid_t tid)
+{
+	pid_t tgid = tid > 0 ? tgid_of(tid) : 0;
+	struct pid_ent *p;
+
+	pthread_mutex_lock(&lock);
+	total_cached++;
+	if (tgid > 0 && (p = pid_ent_locked(tgid)) != NULL)
+		p->cached++;
+	pthread_mutex_unlock(&lock);
+}
+
 void sf_stats_begin(enum sf_op op, pid_t tid)
 {
 	/* pid 0: kernel-internal requests (forget, async release) */
 	pid_t tgid = tid > 0 ? tgid_of(tid) : 0;
-	struct pid_ent *p = NULL;
+	struct pid_ent *p;
 
 	pthread_mutex_lock(&lock);
 	total[op]++;
-	if (tgid > 0) {
-		for (p = pids[bucket(tgid)]; p; p = p->next)
-			if (p->tgid == tgid)
-				break;
-		if (!p && (p = calloc(1, sizeof(*p))) != NULL) {
-			p->tgid = tgid;
-			p->next = pids[bucket(tgid)];
-			pids[bucket(tgid)] = p;
-		}
-		if (p)
-			p->n[op]++;
-	}
+	if (tgid > 0 && (p = pid_ent_locked(tgid)) != NULL)
+		p->n[op]++;
 	if (++inflight > max_inflight)
 		max_inflight = inflight;
 	if (is_attr_op(op) && ++inflight_attr > max_inflight_attr)
@@ -194,6 +213,7 @@ void sf_stats_reset(void)
 
 	pthread_mutex_lock(&lock);
 	memset(total, 0, sizeof(total));
+	total_cached = 0;
 	for (i = 0; i < NBUCKETS; i++) {
 		struct pid_ent *p = pids[i], *next;
 
@@ -255,6 +275,7 @@ void sf_stats_print(FILE *out)
 		sum += total[op];
 	}
 	fprintf(out, "total.all=%" PRIu64 "\n", sum);
+	fprintf(out, "total.cached=%" PRIu64 "\n", total_cached);
 	for (i = 0; i < NBUCKETS; i++) {
 		struct pid_ent *p;
 
@@ -283,6 +304,14 @@ void sf_stats_print(FILE *out)
 			all += list[i]->n[op];
 		}
 		fprintf(out, "pid.%d.all=%" PRIu64 "\n", (int)list[i]->tgid, all);
+		/* what it waited for: delayed requests, not those the listing cache answered */
+		uint64_t slow = 0;
+		for (op = 0; op < SF_OP_COUNT; op++)
+			if (sf_cfg.lat_ns[op])
+				slow += list[i]->n[op];
+		slow -= list[i]->cached < slow ? list[i]->cached : slow;
+		fprintf(out, "pid.%d.cached=%" PRIu64 "\n", (int)list[i]->tgid, list[i]->cached);
+		fprintf(out, "pid.%d.slow=%" PRIu64 "\n", (int)list[i]->tgid, slow);
 	}
 	pthread_mutex_unlock(&lock);
 	free(list);

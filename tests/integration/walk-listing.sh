@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# Tree-ahead on filesystems whose listing brings the attributes (daemon/diraheadd/walk.c, list
+# only; the cost model's listing verdict in policy.c):
+#  1. slowfs --readdirplus --cache-listing (as sshfs: a listing fills the kernel's name cache,
+#     and the client answers that directory's opendir and readdir at once for a while): the
+#     program's stats are fast, its listings are not.  find, du, ls -lR and os.walk wait for
+#     under a fifth of the requests they wait for alone; the daemon lists ahead of them and
+#     fetches no file's attributes (its lookups stay below the number of directories); the
+#     filesystem's listing verdict is "pays".
+#  2. The same without --cache-listing: listing ahead saves the program nothing (its listings
+#     are timed no faster), the walk ends no_gain, and the next walker there gets no walk.
+#  3. A warm local tree: the daemon's listings wait for nothing, the walk ends fast_listings
+#     after a few directories, and the next walker there gets no walk.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/daemon.sh"
+need_root
+need_cmd find du ls python3
+
+D=80 F=20
+for i in $(seq 1 $D); do make_files "$T/back/tree/d$i" $F; done
+for t in find du ls; do ln -s "$(realpath "$(command -v $t)")" "$T/dra-$t"; done
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
+ln -s "$(realpath "$py")" "$T/dra-python3"
+cat >"$T/walk.py" <<'PY'
+import os, sys
+for r, ds, fs in os.walk(sys.argv[1]):
+    for f in fs:
+        os.lstat(os.path.join(r, f))
+PY
+printf "[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[daemon]\nlog_level = debug\n" >"$DAEMON_CONF"
+
+start() { # TOOL DIR: starts it in the background, LAST_PID
+	case $1 in
+	find) "$T/dra-find" "$2" -ls >/dev/null & ;;
+	du) "$T/dra-du" -s "$2" >/dev/null & ;;
+	ls) "$T/dra-ls" -lR "$2" >/dev/null & ;;
+	os.walk) "$T/dra-python3" "$T/walk.py" "$2" & ;;
+	esac
+	LAST_PID=$!
+}
+# run TOOL [slowfs options...]: on a fresh mount (nothing cached anywhere); SLOW: the requests
+# the tool waited for itself, DLOOKUPS: the daemon's lookups (not in a subshell: slowfs_mount
+# keeps state)
+run() {
+	local t=$1 pid; shift
+	slowfs_mount "$T/back" "$T/mnt" --latency-us 2000 --readdirplus "$@"
+	slowfs_ctl reset >/dev/null
+	start "$t" "$T/mnt/tree"
+	pid=$LAST_PID
+	wait "$pid" || fail "$t failed"
+	SLOW=$(slowfs_stat "pid.$pid.slow")
+	DLOOKUPS=0
+	if [ -n "$DAEMON_PID" ]; then
+		DLOOKUPS=$(($(slowfs_stat "pid.$DAEMON_PID.lookup") + $(slowfs_stat "pid.$DAEMON_PID.getattr")))
+	fi
+	slowfs_unmount "$T/mnt"
+}
+
+no_walks() { [ "$(daemon_stat active_walks)" = 0 ]; }
+
+TOOLS="find du ls os.walk"
+declare -A off
+for t in $TOOLS; do run $t --cache-listing 60; off[$t]=$SLOW; done
+daemon_start
+
+# --- 1. a listing cache: listing ahead pays ----------------------------------------------------
+for t in $TOOLS; do
+	l0=$(daemon_stat walks_list_only)
+	run $t --cache-listing 60
+	on=$SLOW
+	info "$t: waited for $on requests with the daemon, ${off[$t]} without; the daemon looked up $DLOOKUPS"
+	[ $((on * 5)) -le "${off[$t]}" ] || tail -n 30 "$DAEMON_LOG"
+	assert_ge "${off[$t]}" $((D * 3)) "$t: requests waited for without the daemon"
+	assert_le $((on * 5)) "${off[$t]}" "$t: requests waited for with the daemon x5"
+	assert_le "$DLOOKUPS" "$D" "$t: the daemon's lookups (no file's attributes fetched)"
+	assert_eq "$(daemon_stat walks_list_only)" $((l0 + 1)) "$t: walks that listed only"
+done
+ctl stats | grep -E 'walk|filesystems.*list' || true
+assert_eq "$(daemon_stat walks_ended.process_exited)" "$(daemon_stat walks_list_only)" "walks ended by exit"
+# every mount is judged afresh (a new mount, a new entry): the last one said "pays"
+assert_eq "$(ctl stats | awk '$1 ~ /^filesystems\..*\.list_verdict$/ && $2 == "pays"' | wc -l)" 1 \
+	"filesystems where listing ahead pays"
+
+# --- 2. no listing cache: listing ahead saves nothing ------------------------------------------
+slowfs_mount "$T/back" "$T/mnt" --latency-us 2000 --readdirplus
+ng0=$(daemon_stat walks_ended.no_gain)
+start find "$T/mnt/tree"
+wait "$LAST_PID" || fail "find failed"
+wait_for 5 no_walks
+assert_eq "$(daemon_stat walks_ended.no_gain)" $((ng0 + 1)) "walks ended no_gain without a listing cache"
+assert_eq "$(ctl stats | awk '$1 ~ /^filesystems\..*\.list_verdict$/ && $2 == "no_gain"' | wc -l)" 1 \
+	"filesystems where listing ahead does not pay"
+w0=$(daemon_stat walks_started)
+start find "$T/mnt/tree"
+wait "$LAST_PID" || fail "find failed"
+sleep 0.3
+assert_eq "$(daemon_stat walks_started)" "$w0" "walks started where listing ahead does not pay"
+slowfs_unmount "$T/mnt"
+
+# --- 3. a warm local tree: the listings wait for nothing ------------------------------------------
+mkdir -p "$T/local"
+cp -a "$T/back/tree" "$T/local/"
+for i in $(seq 1 40); do make_files "$T/local/tree/more/m$i" 5; done
+"$T/dra-find" "$T/local/tree" -ls >/dev/null # warm
+f0=$(daemon_stat walks_ended.fast_listings) w0=$(daemon_stat walks_started)
+start find "$T/local/tree"
+wait "$LAST_PID" || fail "find failed"
+wait_for 5 no_walks
+started=$(($(daemon_stat walks_started) - w0))
+info "warm local tree: $started walks started, fast_listings $(($(daemon_stat walks_ended.fast_listings) - f0))"
+# a walk may have started (it ends after a few directories) or the verdict came earlier
+[ "$started" = 0 ] || assert_eq "$(daemon_stat walks_ended.fast_listings)" $((f0 + 1)) "walks ended fast_listings"
+assert_ge "$(ctl stats | awk '$1 ~ /^filesystems\..*\.list_verdict$/ && $2 == "fast"' | wc -l)" 1 \
+	"filesystems whose listings wait for nothing"
+w0=$(daemon_stat walks_started)
+start find "$T/local/tree"
+wait "$LAST_PID" || fail "find failed"
+sleep 0.3
+assert_eq "$(daemon_stat walks_started)" "$w0" "walks started on a warm local tree"
+daemon_stop
