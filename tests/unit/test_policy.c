@@ -3,7 +3,8 @@
  * The cost model (daemon/diraheadd/policy.c), driven directly: it has no clock and no I/O, so
  * every test passes its own `now` and its own costs.  The start rule (probe, fast, pays), the
  * pay-off rule (verdicts, re-probe backoff, adaptive depth), the per-filesystem memory (LRU,
- * device reuse, reloads), the cost of a stretch, and the daemon's measured cost per entry.
+ * device reuse, reloads), the cost of a stretch, the daemon's measured cost per entry, and
+ * tree-ahead's listing verdict.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -530,6 +531,64 @@ static void test_judge_timed_before(void **state)
 	assert_int_equal(h->verdict, POL_PAYS);
 }
 
+/* Tree-ahead's listings: a daemon listing that waits for nothing (wall < 2x CPU, after 4, not
+ * before) makes the filesystem FAST for listing, and listing ahead is then not allowed until
+ * reprobe_s, doubling; a failure leaves the stats' verdict alone. */
+static void test_list_fast(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs(p, 8, 1, EXT4, T0);
+	assert_true(policy_list_allowed(p, fs, T0));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(policy_list_account(p, fs, 30000, 25000, T0), POL_UNKNOWN);
+	assert_int_equal(policy_list_account(p, fs, 30000, 25000, T0), POL_FAST);
+	assert_int_equal(fs->verdict, POL_UNKNOWN);
+	assert_false(policy_list_allowed(p, fs, T0 + 59 * SEC));
+	assert_true(policy_list_allowed(p, fs, T0 + 61 * SEC)); /* re-probed, from scratch */
+	assert_int_equal(fs->list.verdict, POL_UNKNOWN);
+	assert_int_equal(fs->list.reprobes, 1);
+	for (int i = 0; i < 4; i++)
+		policy_list_account(p, fs, 30000, 25000, T0 + 62 * SEC);
+	assert_int_equal(fs->list.verdict, POL_FAST);
+	assert_false(policy_list_allowed(p, fs, T0 + 62 * SEC + 119 * SEC)); /* backoff 2x */
+	assert_true(policy_list_allowed(p, fs, T0 + 62 * SEC + 121 * SEC));
+}
+
+/* Listings that wait on the filesystem are not FAST; the program's own listings then decide:
+ * listed ahead it took 10x less than its own (pays), or about as long (no_gain), judged every
+ * 8 listings ahead; without own listings the daemon's own reading is the reference. */
+static void test_list_judge(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs(p, 0, 50, FUSE, T0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(policy_list_account(p, fs, 4000000, 100000, T0), POL_UNKNOWN);
+	assert_int_equal(policy_list_judge(p, fs, false, 4000000, T0), POL_UNKNOWN);
+	assert_int_equal(policy_list_judge(p, fs, false, 4200000, T0), POL_UNKNOWN);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(policy_list_judge(p, fs, true, 400000, T0), POL_UNKNOWN);
+	assert_int_equal(policy_list_judge(p, fs, true, 400000, T0), POL_PAYS);
+	assert_true(policy_list_allowed(p, fs, T0));
+	/* the same filesystem no longer caching: ahead as slow as its own */
+	for (int i = 0; i < 8; i++)
+		policy_list_judge(p, fs, true, 4100000, T0 + SEC);
+	assert_int_equal(fs->list.verdict, POL_NO_GAIN);
+	assert_false(policy_list_allowed(p, fs, T0 + 30 * SEC));
+
+	/* no own listing: the daemon's reading (4 ms) against 3.9 ms listed ahead: no gain */
+	struct pol_fs *g = policy_fs(p, 0, 51, FUSE, T0);
+	for (int i = 0; i < 4; i++)
+		policy_list_account(p, g, 4000000, 100000, T0);
+	for (int i = 0; i < 8; i++)
+		policy_list_judge(p, g, true, 3900000, T0);
+	assert_int_equal(g->list.verdict, POL_NO_GAIN);
+	/* with the policy off, listing ahead is always allowed and never judged */
+	struct da_config c = defaults();
+	c.policy_enabled = false;
+	policy_reconfigure(p, &c);
+	assert_true(policy_list_allowed(p, g, T0 + SEC));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -550,6 +609,8 @@ int main(void)
 		T(test_cost_between),
 		T(test_account_cpu),
 		T(test_judge_timed_before),
+		T(test_list_fast),
+		T(test_list_judge),
 	};
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
