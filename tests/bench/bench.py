@@ -1438,13 +1438,16 @@ class Bench:
 
     def stats_delta(self, a, b):
         d = {k: b.get(k, 0) - a.get(k, 0) for k in
-             ("entries_prefetched", "hits", "late", "misses", "scans_started", "scans_confirmed")}
+             ("entries_prefetched", "hits", "late", "misses", "scans_started", "scans_confirmed",
+              "walks_started", "walks_list_only", "walk_dirs_opened", "walk_dirs_ahead",
+              "walk_dirs_late", "walk_entries_used")}
         d["errors"] = sum(b.get("errors", {}).values()) - sum(a.get("errors", {}).values())
         judged = d["hits"] + d["late"] + d["misses"]
         d["hit_ratio"] = d["hits"] / judged if judged else None
         d["late_ratio"] = d["late"] / judged if judged else None
-        # Wasted: fetched, but the application's stat did not find it fetched or in flight.
-        d["wasted"] = max(0, d["entries_prefetched"] - d["hits"] - d["late"])
+        # Wasted: fetched, but the application's stat did not find it fetched or in flight, and
+        # no walk handed it over in a directory the application then listed.
+        d["wasted"] = max(0, d["entries_prefetched"] - d["hits"] - d["late"] - d["walk_entries_used"])
         d["log"] = self.dlog.since_mark(self.cell_pids)
         return d
 
@@ -1561,6 +1564,26 @@ def targets(b):
     if cand:
         add("slowfs 1 ms tree workloads: >= 4x", all(c["ratios"].get("off_daemon", 0) >= 4 for c in cand),
             speedup_detail(cand))
+    # 2a. tree-ahead (issue 12): near explicit's recursive prefetch on slowfs trees, and sshfs
+    cand = find(lambda c: c["fs"] == "slowfs" and c["layout"] in ("tree200x50", "usrinclude")
+                and c["latency_us"] in (200, 1000) and not c["harm"]
+                and c["ratios"].get("fraction_of_explicit") is not None)
+    if cand:
+        worst = min(cand, key=lambda c: c["ratios"]["fraction_of_explicit"])
+        add("slowfs trees (200x50, /usr/include; 200 us, 1 ms): >= 80% of explicit's speedup",
+            all(c["ratios"]["fraction_of_explicit"] >= 0.8 for c in cand),
+            f"{len(cand)} cells, lowest {worst['ratios']['fraction_of_explicit']:.0%} "
+            f"({worst['scenario']} {LABEL[worst['workload']]}), median "
+            f"{statistics.median(c['ratios']['fraction_of_explicit'] for c in cand):.0%}")
+    cand = find(lambda c: c["fs"] == "slowfs" and c["layout"] == "tree200x50" and
+                c["latency_us"] == 1000 and not c["harm"])
+    if cand:
+        add("slowfs 1 ms 200x50 tree: >= 8x", all(c["ratios"].get("off_daemon", 0) >= 8 for c in cand),
+            speedup_detail(cand))
+    cand = find(lambda c: c["fs"] == "sshfs" and is_tree(c["layout"]) and not c["harm"])
+    if cand:
+        add("sshfs trees (du, find, rsync, ls -lR): >= 1.3x",
+            all(c["ratios"].get("off_daemon", 0) >= 1.3 for c in cand), speedup_detail(cand))
     # 2b. slow block device (cloud volume), xfs tree walks
     cand = find(lambda c: c["fs"] == "slowblk" and c.get("image") == "xfs" and
                 c["workload"] in ("find_ls", "du", "tar"))
@@ -1657,6 +1680,13 @@ def fmt_x(x):
     return "" if x is None else f"{x:.2f}x"
 
 
+def walk_dirs(ds):
+    if not ds.get("walk_dirs_opened"):
+        return ""
+    return (f"{ds['walk_dirs_ahead']} / {ds['walk_dirs_opened']}"
+            + (" L" if ds.get("walks_list_only") and ds["walks_list_only"] == ds.get("walks_started") else ""))
+
+
 def markdown(b, T, meta):
     L = []
     L.append("# dirahead benchmark results")
@@ -1671,7 +1701,10 @@ def markdown(b, T, meta):
              "a fraction of explicit's (t_explicit / t_daemon). prefetched, hit %, late %, wasted: "
              "the daemon's counters over the cell's daemon runs, all runs together (hit % = hits / "
              "(hits + late + misses), late % = found in flight, both sampled per progress event; "
-             "wasted = prefetched - hits - late; scans of other processes meanwhile count too). "
+             "wasted = prefetched - hits - late - entries of directories a walk handed over; scans "
+             "of other processes meanwhile count too). walk dirs: directories the program listed "
+             "after a walk (tree-ahead) had listed them / directories walks listed (L: walks that "
+             "listed only, fetching no file). "
              "app lookups (slowfs only): LOOKUPs the tool itself sent, median per run (off sends "
              "them all). sshfs cells: the mount, the tools and explicit run as the unprivileged user "
              "dirahead-bench (the daemon runs as root, which a mount without allow_other refuses). "
@@ -1688,8 +1721,8 @@ def markdown(b, T, meta):
     L.append("## Cells")
     L.append("")
     L.append("| scenario | workload | runs | off | explicit | daemon | off/daemon | off/explicit | "
-             "of expl. | prefetched | hit % | late % | wasted | app lookups off / daemon |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+             "of expl. | prefetched | hit % | late % | wasted | walk dirs | app lookups off / daemon |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in b.cells.values():
         m, r, ds = c["modes"], c["ratios"], c.get("daemon_stats", {})
         ours = ds.get("entries_prefetched", "")
@@ -1704,7 +1737,7 @@ def markdown(b, T, meta):
                  f"{'' if r.get('fraction_of_explicit') is None else format(r['fraction_of_explicit'], '.0%')} | "
                  f"{ours} | {'' if hr is None else format(hr, '.0%')} | "
                  f"{'' if lr is None else format(lr, '.0%')} | "
-                 f"{ds.get('wasted', '')} | {lk} |")
+                 f"{ds.get('wasted', '')} | {walk_dirs(ds)} | {lk} |")
     L.append("")
     L.append("## Per-call overhead (fstatat on 1,000 cached files, 1,000,000 calls)")
     L.append("")
@@ -1739,7 +1772,9 @@ def markdown(b, T, meta):
              f"entries prefetched, {tot.get('hits', 0)} hits, {tot.get('late', 0)} late, "
              f"{tot.get('misses', 0)} misses (hit ratio "
              f"{(tot.get('hits', 0) / judged if judged else 0):.1%}), wasted "
-             f"{max(0, tot.get('entries_prefetched', 0) - tot.get('hits', 0) - tot.get('late', 0))}, "
+             f"{max(0, tot.get('entries_prefetched', 0) - tot.get('hits', 0) - tot.get('late', 0) - tot.get('walk_entries_used', 0))}, "
+             f"walks {tot.get('walks_started', 0)} ({tot.get('walks_list_only', 0)} listing only), walk "
+             f"directories {tot.get('walk_dirs_ahead', 0)} ahead of {tot.get('walk_dirs_opened', 0)} listed, "
              f"scans ended: " + ", ".join(f"{k} {v}" for k, v in tot.get("scans_ended", {}).items() if v) +
              (", skipped: " + ", ".join(f"{k} {v}" for k, v in tot.get("skips", {}).items() if v)
               if any(tot.get("skips", {}).values()) else "") + ".")
