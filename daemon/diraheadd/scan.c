@@ -634,6 +634,10 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	pol_sample_of(&now, ev);
 	if (!policy_enabled(m->pol) || s->state == SCAN_PROBING || s->state == SCAN_OPENING)
 		return true;
+	/* Its process walks this filesystem: the walk's requests and listings below weigh on its
+	 * stats here; what this scan shows is the walk's doing, not its own. */
+	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor))
+		return true;
 	if (!s->judging) {
 		/* the first event once something is fetched opens the first stretch (a directory
 		 * read whole before its first fetch, to sort it, is no stretch of prefetch yet) */

@@ -70,6 +70,8 @@ struct walk {
 	uint64_t top_ino, top_parent_ino;
 	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first (0: none):
 				     * a listing of another child of one re-roots the walk there */
+	int up_fd[WALK_ANCESTORS];  /* O_PATH fds of them, held: a re-rooted walk opens its top by
+				     * them, not through the program's fds (closed by then) */
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	struct wnode *root, *cursor;
@@ -131,8 +133,9 @@ struct open_job {
 
 struct open_result {
 	uint64_t walk_id;
-	int fd;                     /* O_PATH fd of the top (the parent of ev's directory), or -errno */
+	int fd;                     /* fd of the top (the parent of ev's directory), or -errno */
 	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first */
+	int up_fd[WALK_ANCESTORS];  /* O_PATH fds of them (-1: none) */
 };
 
 static uint64_t now_ns(void)
@@ -240,6 +243,12 @@ static void end_walk(struct walk *w, enum da_walk_end_reason why)
 		return;
 	w->ending = true;
 	m->st->walks_ended[why]++;
+	/* nothing of the filesystem stays held once the walk is over (an unmount must succeed) */
+	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+		if (w->up_fd[i] >= 0) {
+			close(w->up_fd[i]);
+			w->up_fd[i] = -1;
+		}
 	detector_walker_clear(m->det, w->tgid);
 	log_info("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
 		 "prefetched, %.3f s", w->tgid, w->comm, w->path, da_walk_end_reason_names[why],
@@ -640,17 +649,26 @@ static int open_top(const struct open_job *job)
 	return tfd >= 0 ? tfd : fd;
 }
 
+static void close_result(struct open_result *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+		if (r->up_fd[i] >= 0)
+			close(r->up_fd[i]);
+}
+
 static void *opener_main(void *arg)
 {
 	struct open_job *job = arg;
 	struct open_result r = { .walk_id = job->walk_id };
+	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+		r.up_fd[i] = -1;
 	int pfd = r.fd = open_top(job);
 	/* its ancestors, as far as the mount goes */
 	for (int cur = pfd, i = 0; pfd >= 0 && i < WALK_ANCESTORS; i++) {
 		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
 		struct stat st;
-		if (cur != pfd)
-			close(cur);
 		cur = up;
 		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
 		    (i && st.st_ino == r.up[i - 1]) || st.st_ino == job->ev.parent_ino) {
@@ -660,11 +678,10 @@ static void *opener_main(void *arg)
 			break;
 		}
 		r.up[i] = st.st_ino;
-		if (i == WALK_ANCESTORS - 1)
-			close(up);
+		r.up_fd[i] = up;
 	}
-	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r) && r.fd >= 0)
-		close(r.fd);
+	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r))
+		close_result(&r);
 	free(job);
 	return NULL;
 }
@@ -677,6 +694,36 @@ static struct walk *walk_by_id(struct walk_mgr *m, uint64_t id)
 	return NULL;
 }
 
+/* The walk's top is open (fd, taken over): list from there.  up, up_fd: its ancestors (taken
+ * over too).  false: the walk ended. */
+static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_fd)
+{
+	struct walk_mgr *m = w->mgr;
+	memcpy(w->up, up, sizeof(w->up));
+	memcpy(w->up_fd, up_fd, sizeof(w->up_fd));
+	struct wnode *root = node_new(w, NULL, ".", 0, w->top_parent_ino);
+	if (!root) {
+		close(fd);
+		end_walk(w, DA_WALK_END_OPEN_FAILED);
+		return false;
+	}
+	struct stat st;
+	w->sdev = fstat(fd, &st) == 0 ? st.st_dev : makedev(w->dev_major, w->dev_minor);
+	root->visited = true;
+	w->root = w->cursor = root;
+	struct dirahead_dir_opts o = dir_opts(w, root);
+	root->dir = dirahead_dir_submit(m->e, fd, &o);
+	close(fd);
+	if (!root->dir) {
+		end_walk(w, DA_WALK_END_OPEN_FAILED);
+		return false;
+	}
+	root->state = WN_OPEN;
+	w->open++;
+	w->visited++;
+	return true;
+}
+
 static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct walk_mgr *m = userdata;
@@ -686,37 +733,17 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
 		struct walk *w = walk_by_id(m, r.walk_id);
 		if (!w || w->ending || w->root) {
-			if (r.fd >= 0)
-				close(r.fd);
+			close_result(&r);
 			continue;
 		}
 		if (r.fd < 0) {
 			log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path,
 				  strerror(-r.fd));
+			close_result(&r);
 			end_walk(w, DA_WALK_END_OPEN_FAILED);
 			continue;
 		}
-		struct wnode *root = node_new(w, NULL, ".", 0, w->top_parent_ino);
-		if (!root) {
-			close(r.fd);
-			end_walk(w, DA_WALK_END_OPEN_FAILED);
-			continue;
-		}
-		struct stat st;
-		w->sdev = fstat(r.fd, &st) == 0 ? st.st_dev : makedev(w->dev_major, w->dev_minor);
-		root->visited = true;
-		w->root = w->cursor = root;
-		memcpy(w->up, r.up, sizeof(w->up));
-		struct dirahead_dir_opts o = dir_opts(w, root);
-		root->dir = dirahead_dir_submit(m->e, r.fd, &o);
-		close(r.fd);
-		if (!root->dir) {
-			end_walk(w, DA_WALK_END_OPEN_FAILED);
-			continue;
-		}
-		root->state = WN_OPEN;
-		w->open++;
-		w->visited++;
+		walk_root(w, r.fd, r.up, r.up_fd);
 	}
 	return 0;
 }
@@ -748,11 +775,13 @@ static void cand_drop(struct walk_mgr *m, struct walk_cand *c, bool clear)
 	*c = m->cands[--m->ncands];
 }
 
-bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
-		    const struct dirahead_event *top_ev, const char *top_path, bool list_only)
+/* A new walk of ev's process from the parent of ev's directory, registered, its listings
+ * reported by the detector; NULL if none may start. */
+static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev,
+			     const char *top_path, bool list_only)
 {
 	if (!m->cfg.walk_enabled || !ev->parent_ino || ev->parent_ino == ev->ino)
-		return false;
+		return NULL;
 	/* One walk per process (the detector follows it on one filesystem): a walker now walking
 	 * on another filesystem has left the tree of its walk there. */
 	for (struct walk *o = m->walks; o; o = o->next)
@@ -762,40 +791,28 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 			break; /* o may be freed */
 		}
 	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
-		return false;
+		return NULL;
 	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (c) /* a walk of its own now: the detector's entry is set anew below */
 		cand_drop(m, c, false);
 	struct walk *w = calloc(1, sizeof(*w));
-	struct open_job *job = calloc(1, sizeof(*job));
-	if (!w || !job)
-		goto fail;
+	if (!w)
+		return NULL;
 	*w = (struct walk){ .mgr = m, .id = ++m->next_id, .tgid = ev->tgid,
 			    .dev_major = ev->dev_major, .dev_minor = ev->dev_minor,
 			    .magic = ev->magic, .mnt_id = ev->mnt_id, .top_ino = ev->ino,
 			    .top_parent_ino = ev->parent_ino, .pending_ino = ev->ino,
 			    .list_only = list_only, .last_listed_ahead = -1 };
+	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+		w->up_fd[i] = -1;
 	w->start_ns = w->last_ns = now_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
 	w->comm[sizeof(w->comm) - 1] = '\0';
 	snprintf(w->path, sizeof(w->path), "%s", top_path);
-	*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev,
-				  .has_top = top_ev != NULL };
-	if (top_ev)
-		job->near = *top_ev;
-	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0)
-		goto fail;
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	int r = pthread_create(&th, &attr, opener_main, job);
-	pthread_attr_destroy(&attr);
-	if (r) {
-		detector_walker_clear(m->det, ev->tgid);
-		goto fail;
+	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0) {
+		free(w);
+		return NULL;
 	}
 	w->next = m->walks;
 	m->walks = w;
@@ -804,10 +821,33 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 	m->st->walks_list_only += list_only;
 	log_info("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
-	return true;
-fail:
-	free(w);
-	free(job);
+	return w;
+}
+
+bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
+		    const struct dirahead_event *top_ev, const char *top_path, bool list_only)
+{
+	struct walk *w = walk_new(m, ev, top_path, list_only);
+	if (!w)
+		return false;
+	struct open_job *job = calloc(1, sizeof(*job));
+	if (job) {
+		*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev,
+					  .has_top = top_ev != NULL };
+		if (top_ev)
+			job->near = *top_ev;
+		pthread_t th;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		int r = pthread_create(&th, &attr, opener_main, job);
+		pthread_attr_destroy(&attr);
+		if (!r)
+			return true;
+		free(job);
+	}
+	end_walk(w, DA_WALK_END_OPEN_FAILED);
 	return false;
 }
 
@@ -933,21 +973,43 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	/* A sibling of the top: the program walks the directory above (it listed it to find this
 	 * one), so walk from there.  Anything else may be deeper in the tree than the walk has
 	 * seen (the program ahead of it): only a run of them says the program is elsewhere. */
-	bool sibling = false;
-	for (unsigned i = 0; i < WALK_ANCESTORS && w->up[i] && !sibling; i++)
-		sibling = ev->parent_ino == w->up[i];
-	if (!sibling && ++w->strays < WALK_MAX_STRAYS)
+	int anc = -1;
+	for (int i = 0; i < WALK_ANCESTORS && w->up[i] && anc < 0; i++)
+		if (ev->parent_ino == w->up[i])
+			anc = i;
+	if (anc < 0 && ++w->strays < WALK_MAX_STRAYS)
 		return;
 	log_debug("walk of pid %u: lists ino %llu, outside the tree", w->tgid,
 		  (unsigned long long)ev->ino);
+	/* Walk from that ancestor, opened by the fd held for it; its own ancestors carry over. */
 	bool list_only = w->list_only;
-	end_walk(w, DA_WALK_END_LEFT); /* w may be freed */
-	if (sibling) {
-		char top[DIRAHEAD_PATH_LEN];
-		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
-			 (unsigned long long)ev->parent_ino);
-		walk_mgr_start(m, ev, NULL, top, list_only);
+	int fd = anc >= 0 && w->up_fd[anc] >= 0 ? w->up_fd[anc] : -1;
+	uint64_t up[WALK_ANCESTORS] = { 0 };
+	int up_fd[WALK_ANCESTORS];
+	for (int i = 0; i < WALK_ANCESTORS; i++) {
+		up_fd[i] = -1;
+		if (anc >= 0 && anc + 1 + i < WALK_ANCESTORS) {
+			up[i] = w->up[anc + 1 + i];
+			up_fd[i] = w->up_fd[anc + 1 + i];
+			w->up_fd[anc + 1 + i] = -1;
+		}
 	}
+	if (fd >= 0)
+		w->up_fd[anc] = -1;
+	end_walk(w, DA_WALK_END_LEFT); /* w may be freed */
+	char top[DIRAHEAD_PATH_LEN];
+	snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
+		 (unsigned long long)ev->parent_ino);
+	struct walk *nw = fd >= 0 ? walk_new(m, ev, top, list_only) : NULL;
+	if (nw) {
+		walk_root(nw, fd, up, up_fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < WALK_ANCESTORS; i++)
+		if (up_fd[i] >= 0)
+			close(up_fd[i]);
 }
 
 void walk_mgr_on_exit(struct walk_mgr *m, const struct dirahead_event *ev)
