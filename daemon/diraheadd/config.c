@@ -49,6 +49,7 @@ void da_config_defaults(struct da_config *c)
 		.walk_ahead_dirs = 64,
 		.walk_ahead_entries = 8192,
 		.log_level = LOG_INFO,
+		.log_summary_s = 60,
 	};
 	c->proc_path = strdup("/proc");
 	c->metrics_address = strdup("127.0.0.1:9567");
@@ -204,6 +205,7 @@ static const struct uint_key uint_keys[] = {
 	U("walk", "open_dirs", walk_open_dirs, 1, 1024),
 	U("walk", "ahead_dirs", walk_ahead_dirs, 1, 65536),
 	U("walk", "ahead_entries", walk_ahead_entries, 1, 1u << 24),
+	U("daemon", "log_summary_s", log_summary_s, 0, 86400),
 };
 
 /* A decimal number from lo to hi. */

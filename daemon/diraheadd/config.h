@@ -62,6 +62,7 @@ struct da_config {
 	char *socket_path;
 	char *socket_group;         /* group allowed on the control socket besides root; empty = root only */
 	int log_level;              /* syslog levels: LOG_ERR .. LOG_DEBUG */
+	unsigned log_summary_s;     /* a summary line this often while scans happen; 0: never */
 };
 
 void da_config_defaults(struct da_config *c);

@@ -21,6 +21,8 @@ struct daemon {
 	struct control *ctl;
 	struct da_stats stats;
 	sd_event_source *timing_src; /* detaches the stat timing program once scans stop coming */
+	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */
+	struct da_stats summary_prev;/* the counters at the last summary */
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */
 	bool force_dry_run;          /* -n: survives reloads */
 	bool force_debug;            /* -v: survives reloads */

@@ -91,6 +91,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 			detector_stat_timing(d->det, false); /* the programs return at once now */
 		scan_mgr_reconfigure(d->mgr, &nc);
 		log_set_level(nc.log_level);
+		if (!nc.log_summary_s)
+			sd_event_source_set_enabled(d->summary_src, SD_EVENT_OFF);
 		da_config_free(&d->cfg);
 		d->cfg = nc;
 		d->stats.reloads_ok++;
@@ -173,6 +175,40 @@ static void want_timing(void *ctx)
 	stat_timing_scan(ctx);
 }
 
+/*
+ * At the default level (info) no line per scan: those name directories and are at debug.
+ * Instead, while scans happen, one line every log_summary_s with what they added up to.  Armed
+ * by activity (a batch of BPF events) and re-armed only while there is more to tell, so an idle
+ * daemon does not wake up for it.
+ */
+static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	char line[768];
+	bool moved = da_stats_summary(&d->stats, &d->summary_prev, line, sizeof(line)) > 0;
+	if (moved)
+		log_info("last %u s: %s; %u scans and %u walks running", d->cfg.log_summary_s, line,
+			 scan_mgr_active(d->mgr), scan_mgr_walks(d->mgr));
+	d->summary_prev = d->stats;
+	/* once more after the last activity: scans that were still running end in that period */
+	if (d->cfg.log_summary_s && (moved || scan_mgr_active(d->mgr) || scan_mgr_walks(d->mgr))) {
+		sd_event_source_set_time(s, usec + d->cfg.log_summary_s * 1000000ull);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	}
+	return 0;
+}
+
+static void summary_kick(struct daemon *d)
+{
+	int on = SD_EVENT_OFF;
+	uint64_t now;
+	if (!d->cfg.log_summary_s || sd_event_source_get_enabled(d->summary_src, &on) < 0 || on != SD_EVENT_OFF)
+		return;
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	sd_event_source_set_time(d->summary_src, now + d->cfg.log_summary_s * 1000000ull);
+	sd_event_source_set_enabled(d->summary_src, SD_EVENT_ONESHOT);
+}
+
 static int on_detector_event(const struct dirahead_event *ev, void *ctx)
 {
 	struct daemon *d = ctx;
@@ -188,6 +224,7 @@ static int on_ringbuf(sd_event_source *s, int fd, uint32_t revents, void *userda
 	(void)fd;
 	(void)revents;
 	detector_consume(d->det);
+	summary_kick(d);
 	uint64_t now;
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	if (scan_mgr_active(d->mgr) != last_active && now - last_notify > 1000000) {
@@ -328,6 +365,12 @@ int main(int argc, char **argv)
 		log_err("metrics: %s", err);
 		goto out;
 	}
+	if ((r = sd_event_add_time(d.loop, &d.summary_src, CLOCK_MONOTONIC, UINT64_MAX, 1000000,
+				   on_summary, &d)) < 0) {
+		log_err("event loop: %s", strerror(-r));
+		goto out;
+	}
+	sd_event_source_set_enabled(d.summary_src, SD_EVENT_OFF);
 	if ((r = sd_event_add_io(d.loop, NULL, detector_fd(d.det), EPOLLIN, on_ringbuf, &d)) < 0) {
 		log_err("event loop: %s", strerror(-r));
 		goto out;
@@ -343,6 +386,7 @@ int main(int argc, char **argv)
 	rc = r < 0 ? 1 : 0;
 out:
 	httpd_stop();
+	sd_event_source_disable_unref(d.summary_src);
 	control_free(d.ctl);
 	scan_mgr_free(d.mgr);
 	sd_event_source_disable_unref(d.timing_src);

@@ -3,6 +3,7 @@
 #ifndef DIRAHEAD_STATS_H
 #define DIRAHEAD_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Why a scan ended.  COMPLETED: every entry was prefetched, or the application finished the
@@ -99,5 +100,10 @@ extern const char *const da_skip_reason_names[DA_SKIP_MAX];
 extern const char *const da_walk_end_reason_names[DA_WALK_END_MAX];
 extern const char *const da_err_class_names[DA_ERR_MAX];
 enum da_err_class da_err_class_of(int err);
+
+/* What the scans did between two snapshots of the counters, as one line for the log (no path, no
+ * PID): scans confirmed, started, ended and skipped (with their reasons), walks, entries,
+ * hits, misses, errors.  Empty when none of these moved.  Returns strlen(buf). */
+size_t da_stats_summary(const struct da_stats *now, const struct da_stats *prev, char *buf, size_t len);
 
 #endif

@@ -214,7 +214,7 @@ static void end_walk(struct walk *w, enum da_walk_end_reason why)
 	w->ending = true;
 	m->st->walks_ended[why]++;
 	detector_walker_clear(m->det, w->tgid);
-	log_info("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
+	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
 		 "prefetched, %.3f s", w->tgid, w->comm, w->path, da_walk_end_reason_names[why],
 		 (unsigned long long)w->visited, (unsigned long long)w->entries,
 		 (double)(now_ns() - w->start_ns) / 1e9);
@@ -707,7 +707,7 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev, const c
 	m->walks = w;
 	m->n++;
 	m->st->walks_started++;
-	log_info("walk: pid %u (%s) descends from %s: listing the tree ahead of it",
+	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it",
 		 w->tgid, w->comm, w->path);
 	return true;
 fail:

@@ -61,6 +61,8 @@ bad list-long "[filter]\nfs_include = $(printf 'a%d ' $(seq 1 33))\n" 2 '[filter
 bad address-word '[metrics]\naddress = somewhere\n' 2 '[metrics] address:'
 bad address-port '[metrics]\naddress = 127.0.0.1:65536\n' 2 '[metrics] address:'
 bad address-noport '[metrics]\naddress = [::1]\n' 2 '[metrics] address:'
+bad log-summary-high '[daemon]\nlog_summary_s = 86401\n' 2 '[daemon] log_summary_s:'
+bad log-summary-text '[daemon]\nlog_summary_s = 1m\n' 2 '[daemon] log_summary_s:'
 bad socket-relative '[control]\nsocket = run/x.sock\n' 2 '[control] socket:'
 bad group '[control]\ngroup = no-such-group-dirahead\n' 2 '[control] group:'
 bad syntax-section '[daemon]\nenabled = yes\n[prefetch\nmax_scans = 4\n' 3 "syntax error in '[prefetch'"
@@ -137,6 +139,7 @@ cat >"$T/full.conf" <<'EOF'
 enabled = on
 dry_run = yes
 log_level = debug
+log_summary_s = 0
 proc = /proc/
 [detect]
 confirm_stats = 3
