@@ -26,6 +26,7 @@ struct daemon {
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */
 	bool force_dry_run;          /* -n: survives reloads */
 	bool force_debug;            /* -v: survives reloads */
+	bool force_socket;           /* -s: the file's [control] socket does not count */
 };
 
 /* Re-reads the config file; on error keeps the old one.  Returns 0 or -1 with err filled. */

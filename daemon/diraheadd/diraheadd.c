@@ -74,16 +74,27 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 
 	da_config_defaults(&nc);
 	int r = da_config_load(&nc, d->config_path, &missing, err, errlen);
+	bool group_changed = false;
 	if (r == 0) {
 		nc.dry_run |= d->force_dry_run; /* command-line options outlive reloads */
 		if (d->force_debug)
 			nc.log_level = LOG_DEBUG;
+		if (!d->force_socket && strcmp(nc.socket_path, d->cfg.socket_path))
+			log_warn("[control] socket: %s until a restart", d->cfg.socket_path);
 		free(nc.socket_path); /* the socket stays where it is until a restart */
 		nc.socket_path = strdup(d->cfg.socket_path);
 		if (strcmp(nc.proc_path, d->cfg.proc_path))
 			log_warn("[daemon] proc: %s until a restart", d->cfg.proc_path);
 		free(nc.proc_path);
 		nc.proc_path = strdup(d->cfg.proc_path);
+		group_changed = strcmp(nc.socket_group, d->cfg.socket_group) != 0;
+		if (group_changed && control_set_group(d->ctl, nc.socket_group, err, errlen) < 0)
+			r = -1;
+	}
+	if (r == 0) {
+		if (group_changed)
+			log_notice("control socket: %s%s now", nc.socket_group[0] ? "root and group " : "root only",
+				   nc.socket_group);
 		struct dirahead_bpf_config bc;
 		bpf_config(&nc, &bc);
 		detector_configure(d->det, &bc);
@@ -295,6 +306,7 @@ int main(int argc, char **argv)
 	if (verbose)
 		d.cfg.log_level = LOG_DEBUG;
 	if (socket_path) {
+		d.force_socket = true;
 		free(d.cfg.socket_path);
 		d.cfg.socket_path = strdup(socket_path);
 	}
