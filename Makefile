@@ -167,6 +167,9 @@ $(BUILD)/tests/unit/test_log: LIB_DEPS += $(SD_LIBS)
 # The periodic summary line, from two snapshots of the counters.
 $(BUILD)/tests/unit/test_stats: $(BUILD)/daemon/diraheadd/stats.o
 $(BUILD)/tests/unit/test_stats: CFLAGS += -Idaemon/diraheadd
+# The metrics endpoint's Host check.
+$(BUILD)/tests/unit/test_hostcheck: $(BUILD)/daemon/diraheadd/hostcheck.o
+$(BUILD)/tests/unit/test_hostcheck: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)

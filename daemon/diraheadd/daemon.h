@@ -11,6 +11,7 @@
 struct detector;
 struct scan_mgr;
 struct control;
+struct httpd;
 
 struct daemon {
 	sd_event *loop;
@@ -19,6 +20,7 @@ struct daemon {
 	struct detector *det;
 	struct scan_mgr *mgr;
 	struct control *ctl;
+	struct httpd *http;          /* the metrics endpoint; NULL when [metrics] address is empty */
 	struct da_stats stats;
 	sd_event_source *timing_src; /* detaches the stat timing program once scans stop coming */
 	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */

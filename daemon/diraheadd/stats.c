@@ -12,6 +12,9 @@ const char *const da_skip_reason_names[DA_SKIP_MAX] = { DA_SKIP_REASONS(X_NAME) 
 const char *const da_walk_end_reason_names[DA_WALK_END_MAX] = { DA_WALK_END_REASONS(X_NAME) };
 #undef X_NAME
 const char *const da_err_class_names[DA_ERR_MAX] = { "enoent", "eacces", "eio", "other" };
+#define X_NAME(e, s) s,
+const char *const da_http_result_names[DA_HTTP_MAX] = { DA_HTTP_RESULTS(X_NAME) };
+#undef X_NAME
 
 enum da_err_class da_err_class_of(int err)
 {

@@ -23,6 +23,7 @@ static void test_nothing(void **state)
 	assert_string_equal(buf, "");
 	/* counters the summary does not report do not make one */
 	b.reloads_ok = 3;
+	b.http_requests[DA_HTTP_OK] = 9;
 	assert_int_equal(da_stats_summary(&b, &a, buf, sizeof(buf)), 0);
 }
 
