@@ -160,6 +160,16 @@ $(BUILD)/tests/unit/test_policy: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/unit/test_order: $(BUILD)/daemon/diraheadd/order.o
 $(BUILD)/tests/unit/test_order: CFLAGS += -Idaemon/diraheadd
+# Log escaping is a pure function too (log.o needs only libsystemd).
+$(BUILD)/tests/unit/test_log: $(BUILD)/daemon/diraheadd/log.o
+$(BUILD)/tests/unit/test_log: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_log: LIB_DEPS += $(SD_LIBS)
+# The periodic summary line, from two snapshots of the counters.
+$(BUILD)/tests/unit/test_stats: $(BUILD)/daemon/diraheadd/stats.o
+$(BUILD)/tests/unit/test_stats: CFLAGS += -Idaemon/diraheadd
+# The metrics endpoint's Host check.
+$(BUILD)/tests/unit/test_hostcheck: $(BUILD)/daemon/diraheadd/hostcheck.o
+$(BUILD)/tests/unit/test_hostcheck: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)

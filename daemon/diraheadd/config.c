@@ -12,8 +12,11 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
+
+#include "hostcheck.h"
 
 void da_config_defaults(struct da_config *c)
 {
@@ -50,6 +53,7 @@ void da_config_defaults(struct da_config *c)
 		.walk_ahead_dirs = 64,
 		.walk_ahead_entries = 8192,
 		.log_level = LOG_INFO,
+		.log_summary_s = 60,
 	};
 	c->proc_path = strdup("/proc");
 	c->metrics_address = strdup("127.0.0.1:9567");
@@ -74,6 +78,7 @@ void da_config_free(struct da_config *c)
 	strlist_free(&c->comm_exclude);
 	strlist_free(&c->cgroup_include);
 	strlist_free(&c->cgroup_exclude);
+	strlist_free(&c->metrics_hosts);
 	free(c->proc_path);
 	free(c->metrics_address);
 	free(c->socket_path);
@@ -205,6 +210,7 @@ static const struct uint_key uint_keys[] = {
 	U("walk", "open_dirs", walk_open_dirs, 1, 1024),
 	U("walk", "ahead_dirs", walk_ahead_dirs, 1, 65536),
 	U("walk", "ahead_entries", walk_ahead_entries, 1, 1u << 24),
+	U("daemon", "log_summary_s", log_summary_s, 0, 86400),
 };
 
 /* A decimal number from lo to hi. */
@@ -347,10 +353,29 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (!strcmp(section, "metrics")) {
 		if (!strcmp(name, "address")) {
 			struct sockaddr_storage ss;
-			if (value[0] && da_parse_address(value, &ss) < 0)
+			const char *up = da_unix_address(value);
+			if (up) {
+				struct sockaddr_un sa;
+				if (up[0] != '/' || up[strlen(up) - 1] == '/')
+					return ERR("[metrics] address: '%s' is not unix:/ABSOLUTE/PATH of a socket", value);
+				if (strlen(up) >= sizeof(sa.sun_path))
+					return ERR("[metrics] address: '%s': the path is longer than %zu bytes", value,
+						   sizeof(sa.sun_path) - 1);
+			} else if (value[0] && da_parse_address(value, &ss) < 0) {
 				return ERR("[metrics] address: '%s' is not ADDRESS:PORT (127.0.0.1:9567, "
-					   "[::1]:9567, :9567) or empty", value);
+					   "[::1]:9567, :9567), unix:/PATH or empty", value);
+			}
 			return set_str(&c->metrics_address, value);
+		}
+		if (!strcmp(name, "allowed_hosts")) {
+			struct da_host h;
+			if (!parse_list(value, &c->metrics_hosts))
+				return ERR("[metrics] allowed_hosts: more than %d entries", DA_LIST_MAX);
+			for (int i = 0; i < c->metrics_hosts.n; i++)
+				if (da_host_parse(c->metrics_hosts.v[i], &h) < 0)
+					return ERR("[metrics] allowed_hosts: '%s' is not NAME or NAME:PORT (a host "
+						   "name, IPv4 address or [IPv6 address])", c->metrics_hosts.v[i]);
+			return 1;
 		}
 	} else if (!strcmp(section, "control")) {
 		if (!strcmp(name, "socket")) {
@@ -492,4 +517,9 @@ int da_parse_address(const char *a, struct sockaddr_storage *ss)
 		return -1;
 	}
 	return 0;
+}
+
+const char *da_unix_address(const char *a)
+{
+	return strncmp(a, "unix:", 5) ? NULL : a + 5;
 }

@@ -59,10 +59,12 @@ struct da_config {
 	struct da_strlist comm_include, comm_exclude; /* process names */
 	struct da_strlist cgroup_include, cgroup_exclude;
 	char *proc_path;            /* the procfs whose PIDs are BPF's (the host's); restart to change */
-	char *metrics_address;      /* host:port, empty = off */
+	char *metrics_address;      /* host:port or unix:/path, empty = off */
+	struct da_strlist metrics_hosts; /* [metrics] allowed_hosts: more names for the Host check */
 	char *socket_path;
 	char *socket_group;         /* group allowed on the control socket besides root; empty = root only */
 	int log_level;              /* syslog levels: LOG_ERR .. LOG_DEBUG */
+	unsigned log_summary_s;     /* a summary line this often while scans happen; 0: never */
 };
 
 void da_config_defaults(struct da_config *c);
@@ -72,5 +74,7 @@ void da_config_free(struct da_config *c);
 int da_config_load(struct da_config *c, const char *path, bool *missing, char *err, size_t errlen);
 /* [metrics] address: "127.0.0.1:9567", "[::1]:9567" or ":9567" (loopback).  0, or -1 if invalid. */
 int da_parse_address(const char *a, struct sockaddr_storage *ss);
+/* [metrics] address "unix:/PATH": PATH; NULL for any other address. */
+const char *da_unix_address(const char *a);
 
 #endif

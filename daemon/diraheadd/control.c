@@ -277,13 +277,38 @@ static int on_conn_timeout(sd_event_source *src, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* Root, or a member of the [control] group: as its primary group or among its supplementary
+ * groups, as the kernel recorded them when the peer connected (SO_PEERGROUPS, Linux 4.13). */
 static bool peer_allowed(struct control *c, int fd)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
+	gid_t small[64], *groups = small;
+	bool ok = false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
 		return false;
-	return cr.uid == 0 || (c->group != (gid_t)-1 && cr.gid == c->group);
+	if (cr.uid == 0)
+		return true;
+	if (c->group == (gid_t)-1)
+		return false;
+	if (cr.gid == c->group)
+		return true;
+	len = sizeof(small);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+		/* ERANGE: len is now what the list needs (up to NGROUPS_MAX, 65536) */
+		if (errno != ERANGE || !(groups = malloc(len)) ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == c->group) {
+			ok = true;
+			break;
+		}
+out:
+	if (groups != small)
+		free(groups);
+	return ok;
 }
 
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -326,14 +351,6 @@ struct control *control_new(struct daemon *d, char *err, size_t errlen)
 	c->d = d;
 	c->fd = -1;
 	c->group = (gid_t)-1;
-	if (d->cfg.socket_group && d->cfg.socket_group[0]) {
-		struct group *g = getgrnam(d->cfg.socket_group);
-		if (!g) {
-			snprintf(err, errlen, "control socket group '%s' does not exist", d->cfg.socket_group);
-			goto fail;
-		}
-		c->group = g->gr_gid;
-	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "control socket path too long: %s", path);
 		goto fail;
@@ -371,10 +388,8 @@ struct control *control_new(struct daemon *d, char *err, size_t errlen)
 		goto fail;
 	}
 	c->path = strdup(path);
-	if (c->group != (gid_t)-1 && (chown(path, 0, c->group) < 0 || chmod(path, 0660) < 0)) {
-		snprintf(err, errlen, "cannot give %s to group %s: %s", path, d->cfg.socket_group, strerror(errno));
+	if (!c->path || control_set_group(c, d->cfg.socket_group, err, errlen) < 0)
 		goto fail;
-	}
 	if (sd_event_add_io(d->loop, &c->src, c->fd, EPOLLIN, on_accept, c) < 0) {
 		snprintf(err, errlen, "event loop: cannot watch the control socket");
 		goto fail;
@@ -383,6 +398,34 @@ struct control *control_new(struct daemon *d, char *err, size_t errlen)
 fail:
 	control_free(c);
 	return NULL;
+}
+
+int control_set_group(struct control *c, const char *group, char *err, size_t errlen)
+{
+	gid_t gid = (gid_t)-1;
+	if (group && group[0]) {
+		struct group *g = getgrnam(group);
+		if (!g) {
+			snprintf(err, errlen, "[control] group: no group named '%s'", group);
+			return -1;
+		}
+		gid = g->gr_gid;
+	}
+	if (gid == c->group)
+		return 0;
+	/* Two gates: the file's group and mode decide who can connect, peer_allowed() whom the
+	 * daemon answers.  Root only: 0600 root:root. */
+	if (chown(c->path, 0, gid == (gid_t)-1 ? 0 : gid) < 0 ||
+	    chmod(c->path, gid == (gid_t)-1 ? 0600 : 0660) < 0) {
+		snprintf(err, errlen, "[control] group: cannot give %s to group %s: %s", c->path,
+			 gid == (gid_t)-1 ? "root" : group, strerror(errno));
+		/* try to leave it as it was */
+		if (chown(c->path, 0, c->group == (gid_t)-1 ? 0 : c->group) == 0)
+			chmod(c->path, c->group == (gid_t)-1 ? 0600 : 0660);
+		return -1;
+	}
+	c->group = gid;
+	return 0;
 }
 
 void control_free(struct control *c)

@@ -11,6 +11,10 @@ struct control;
 /* Creates the socket (and its directory), root-only unless cfg.socket_group names a group. */
 struct control *control_new(struct daemon *d, char *err, size_t errlen);
 void control_free(struct control *c);
+/* The [control] group (empty or NULL: root only): the socket file's group and mode (0660 or 0600)
+ * and who the daemon answers, for a reload.  -1 with err filled if the group does not exist or
+ * the file cannot be changed; then nothing changed. */
+int control_set_group(struct control *c, const char *group, char *err, size_t errlen);
 
 /* Reply bodies, also used by the metrics endpoint; malloc'ed strings. */
 char *control_status_json(struct daemon *d);

@@ -11,6 +11,7 @@
 struct detector;
 struct scan_mgr;
 struct control;
+struct httpd;
 
 struct daemon {
 	sd_event *loop;
@@ -19,11 +20,15 @@ struct daemon {
 	struct detector *det;
 	struct scan_mgr *mgr;
 	struct control *ctl;
+	struct httpd *http;          /* the metrics endpoint; NULL when [metrics] address is empty */
 	struct da_stats stats;
 	sd_event_source *timing_src; /* detaches the stat timing program once scans stop coming */
+	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */
+	struct da_stats summary_prev;/* the counters at the last summary */
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */
 	bool force_dry_run;          /* -n: survives reloads */
 	bool force_debug;            /* -v: survives reloads */
+	bool force_socket;           /* -s: the file's [control] socket does not count */
 };
 
 /* Re-reads the config file; on error keeps the old one.  Returns 0 or -1 with err filled. */

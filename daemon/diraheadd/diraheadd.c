@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,50 @@ static void notify_status(struct daemon *d)
 		   (unsigned long long)d->stats.entries_prefetched, d->cfg.enabled ? "" : " (disabled)");
 }
 
+/* Both TCP addresses, on the same port. */
+static bool same_port(const char *a, const char *b)
+{
+	struct sockaddr_storage x, y;
+	if (da_parse_address(a, &x) < 0 || da_parse_address(b, &y) < 0)
+		return false; /* empty or unix: */
+	in_port_t px = x.ss_family == AF_INET ? ((struct sockaddr_in *)&x)->sin_port
+					      : ((struct sockaddr_in6 *)&x)->sin6_port;
+	in_port_t py = y.ss_family == AF_INET ? ((struct sockaddr_in *)&y)->sin_port
+					      : ((struct sockaddr_in6 *)&y)->sin6_port;
+	return px == py;
+}
+
+/*
+ * Moves the metrics endpoint to `addr` ("" turns it off).  The new listener starts first, so that
+ * a failure leaves the old one serving; where the two cannot coexist (the same port on an
+ * overlapping address, such as 127.0.0.1:9567 to 0.0.0.0:9567) the old one stops first and comes
+ * back if the new one fails.  0, or -1 with err filled.
+ */
+static int switch_metrics(struct daemon *d, const char *addr, char *err, size_t errlen)
+{
+	char e[256];
+	struct httpd *h = httpd_new(d, addr, e, sizeof(e));
+	if (!h && addr[0] && d->http && same_port(addr, d->cfg.metrics_address)) {
+		httpd_free(d->http);
+		d->http = NULL;
+		h = httpd_new(d, addr, e, sizeof(e));
+		if (!h) {
+			char e2[256];
+			d->http = httpd_new(d, d->cfg.metrics_address, e2, sizeof(e2));
+			if (!d->http)
+				log_err("metrics: cannot listen on %s again either, metrics are off: %s",
+					d->cfg.metrics_address, e2);
+		}
+	}
+	if (!h && addr[0]) {
+		snprintf(err, errlen, "[metrics] address: %s", e);
+		return -1;
+	}
+	httpd_free(d->http);
+	d->http = h;
+	return 0;
+}
+
 int daemon_reload(struct daemon *d, char *err, size_t errlen)
 {
 	struct da_config nc;
@@ -74,16 +119,38 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 
 	da_config_defaults(&nc);
 	int r = da_config_load(&nc, d->config_path, &missing, err, errlen);
+	bool group_changed = false, addr_changed = false;
 	if (r == 0) {
 		nc.dry_run |= d->force_dry_run; /* command-line options outlive reloads */
 		if (d->force_debug)
 			nc.log_level = LOG_DEBUG;
+		if (!d->force_socket && strcmp(nc.socket_path, d->cfg.socket_path))
+			log_warn("[control] socket: %s until a restart", d->cfg.socket_path);
 		free(nc.socket_path); /* the socket stays where it is until a restart */
 		nc.socket_path = strdup(d->cfg.socket_path);
 		if (strcmp(nc.proc_path, d->cfg.proc_path))
 			log_warn("[daemon] proc: %s until a restart", d->cfg.proc_path);
 		free(nc.proc_path);
 		nc.proc_path = strdup(d->cfg.proc_path);
+		/* The endpoints, all or nothing: the metrics listener is the hardest to put back, so
+		 * it comes last and a failure there restores the control socket's group. */
+		char e2[256];
+		group_changed = strcmp(nc.socket_group, d->cfg.socket_group) != 0;
+		addr_changed = strcmp(nc.metrics_address, d->cfg.metrics_address) != 0;
+		if (group_changed && control_set_group(d->ctl, nc.socket_group, err, errlen) < 0) {
+			r = -1;
+		} else if (addr_changed && switch_metrics(d, nc.metrics_address, err, errlen) < 0) {
+			if (group_changed && control_set_group(d->ctl, d->cfg.socket_group, e2, sizeof(e2)) < 0)
+				log_err("cannot restore the control socket's group: %s", e2);
+			r = -1;
+		}
+	}
+	if (r == 0) {
+		if (group_changed)
+			log_notice("control socket: %s%s now", nc.socket_group[0] ? "root and group " : "root only",
+				   nc.socket_group);
+		if (addr_changed)
+			log_notice("metrics: %s%s now", nc.metrics_address[0] ? "on " : "off", nc.metrics_address);
 		struct dirahead_bpf_config bc;
 		bpf_config(&nc, &bc);
 		detector_configure(d->det, &bc);
@@ -91,6 +158,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 			detector_stat_timing(d->det, false); /* the programs return at once now */
 		scan_mgr_reconfigure(d->mgr, &nc);
 		log_set_level(nc.log_level);
+		if (!nc.log_summary_s)
+			sd_event_source_set_enabled(d->summary_src, SD_EVENT_OFF);
 		da_config_free(&d->cfg);
 		d->cfg = nc;
 		d->stats.reloads_ok++;
@@ -173,6 +242,40 @@ static void want_timing(void *ctx)
 	stat_timing_scan(ctx);
 }
 
+/*
+ * At the default level (info) no line per scan: those name directories and are at debug.
+ * Instead, while scans happen, one line every log_summary_s with what they added up to.  Armed
+ * by activity (a batch of BPF events) and re-armed only while there is more to tell, so an idle
+ * daemon does not wake up for it.
+ */
+static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	char line[768];
+	bool moved = da_stats_summary(&d->stats, &d->summary_prev, line, sizeof(line)) > 0;
+	if (moved)
+		log_info("last %u s: %s; %u scans and %u walks running", d->cfg.log_summary_s, line,
+			 scan_mgr_active(d->mgr), scan_mgr_walks(d->mgr));
+	d->summary_prev = d->stats;
+	/* once more after the last activity: scans that were still running end in that period */
+	if (d->cfg.log_summary_s && (moved || scan_mgr_active(d->mgr) || scan_mgr_walks(d->mgr))) {
+		sd_event_source_set_time(s, usec + d->cfg.log_summary_s * 1000000ull);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	}
+	return 0;
+}
+
+static void summary_kick(struct daemon *d)
+{
+	int on = SD_EVENT_OFF;
+	uint64_t now;
+	if (!d->cfg.log_summary_s || sd_event_source_get_enabled(d->summary_src, &on) < 0 || on != SD_EVENT_OFF)
+		return;
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	sd_event_source_set_time(d->summary_src, now + d->cfg.log_summary_s * 1000000ull);
+	sd_event_source_set_enabled(d->summary_src, SD_EVENT_ONESHOT);
+}
+
 static int on_detector_event(const struct dirahead_event *ev, void *ctx)
 {
 	struct daemon *d = ctx;
@@ -188,6 +291,7 @@ static int on_ringbuf(sd_event_source *s, int fd, uint32_t revents, void *userda
 	(void)fd;
 	(void)revents;
 	detector_consume(d->det);
+	summary_kick(d);
 	uint64_t now;
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	if (scan_mgr_active(d->mgr) != last_active && now - last_notify > 1000000) {
@@ -258,6 +362,7 @@ int main(int argc, char **argv)
 	if (verbose)
 		d.cfg.log_level = LOG_DEBUG;
 	if (socket_path) {
+		d.force_socket = true;
 		free(d.cfg.socket_path);
 		d.cfg.socket_path = strdup(socket_path);
 	}
@@ -324,10 +429,17 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	if (httpd_start(&d, err, sizeof(err)) < 0) {
+	d.http = httpd_new(&d, d.cfg.metrics_address, err, sizeof(err));
+	if (!d.http && err[0]) {
 		log_err("metrics: %s", err);
 		goto out;
 	}
+	if ((r = sd_event_add_time(d.loop, &d.summary_src, CLOCK_MONOTONIC, UINT64_MAX, 1000000,
+				   on_summary, &d)) < 0) {
+		log_err("event loop: %s", strerror(-r));
+		goto out;
+	}
+	sd_event_source_set_enabled(d.summary_src, SD_EVENT_OFF);
 	if ((r = sd_event_add_io(d.loop, NULL, detector_fd(d.det), EPOLLIN, on_ringbuf, &d)) < 0) {
 		log_err("event loop: %s", strerror(-r));
 		goto out;
@@ -335,14 +447,16 @@ int main(int argc, char **argv)
 	sd_event_set_watchdog(d.loop, true);
 	log_notice("attached; %s engine%s, control socket %s%s%s", scan_mgr_backend(d.mgr),
 		   d.cfg.dry_run ? ", dry run" : "", d.cfg.socket_path,
-		   d.cfg.metrics_address[0] ? ", metrics on http://" : "", d.cfg.metrics_address);
+		   !d.cfg.metrics_address[0] ? "" : da_unix_address(d.cfg.metrics_address) ?
+		   ", metrics on " : ", metrics on http://", d.cfg.metrics_address);
 	sd_notify(0, "READY=1");
 	notify_status(&d);
 
 	r = sd_event_loop(d.loop);
 	rc = r < 0 ? 1 : 0;
 out:
-	httpd_stop();
+	httpd_free(d.http);
+	sd_event_source_disable_unref(d.summary_src);
 	control_free(d.ctl);
 	scan_mgr_free(d.mgr);
 	sd_event_source_disable_unref(d.timing_src);

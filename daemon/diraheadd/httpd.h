@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
-/* The Prometheus endpoint: GET /metrics on cfg.metrics_address, served from the event loop. */
+/* The Prometheus endpoint: GET /metrics on [metrics] address (TCP, or unix:/PATH), served from
+ * the event loop.  Requests under a foreign Host name are refused (hostcheck.h), connections
+ * are limited per client and in total, and the rendered text is reused for a second. */
 #ifndef DIRAHEAD_HTTPD_H
 #define DIRAHEAD_HTTPD_H
 
 #include <stddef.h>
 
 struct daemon;
+struct httpd;
 
-/* Empty metrics_address: nothing is started, returns 0. */
-int httpd_start(struct daemon *d, char *err, size_t errlen);
-void httpd_stop(void);
+/* Listens on `address` (a valid [metrics] address).  Empty: NULL with err empty.  Failure: NULL
+ * with err filled.  Several may exist at once (a reload starts the new one first). */
+struct httpd *httpd_new(struct daemon *d, const char *address, char *err, size_t errlen);
+const char *httpd_address(const struct httpd *h); /* "" for NULL */
+void httpd_free(struct httpd *h);
 
 #endif

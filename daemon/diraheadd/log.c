@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,72 @@ static bool rate_ok(int prio)
 	return false;
 }
 
+/* Length of the UTF-8 sequence at s, 0 if it is not a valid one (overlong forms, surrogates
+ * and code points above U+10FFFF are not). */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+size_t log_escape(char *dst, size_t size, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0;
+	if (!size)
+		return 0;
+	while (*s) {
+		size_t n = *s < 0x80 ? 1 : utf8_len(s);
+		/* C0 controls and DEL; C1 controls (U+0080..U+009F: 0xc2 0x80..0x9f), which some
+		 * terminals act on as escape sequences; bytes of invalid UTF-8, one at a time */
+		bool bad = n == 0 || *s < 0x20 || *s == 0x7f || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+		if (n == 0)
+			n = 1;
+		size_t need = bad ? 4 * n : *s == '\\' ? 2 : n; /* a character whole or not at all */
+		if (o + need >= size)
+			break;
+		if (bad) {
+			for (size_t i = 0; i < n; i++, s++) {
+				dst[o++] = '\\';
+				dst[o++] = 'x';
+				dst[o++] = hex[*s >> 4];
+				dst[o++] = hex[*s & 15];
+			}
+		} else if (*s == '\\') {
+			dst[o++] = '\\';
+			dst[o++] = '\\';
+			s++;
+		} else {
+			memcpy(dst + o, s, n);
+			o += n;
+			s += n;
+		}
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+/*
+ * Messages carry names that users choose (directories, process names): escaped here, once for
+ * every caller, so that no control character reaches a terminal showing the log (stderr, or
+ * `journalctl --all`, which prints what was stored) and a name cannot forge a line of its own.
+ */
 void log_fields(int prio, const char *const *fields, const char *fmt, ...)
 {
 	if (prio > max_level || !rate_ok(prio))
@@ -70,22 +137,37 @@ void log_fields(int prio, const char *const *fields, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* "MESSAGE=" and the message, each byte at most 4 once escaped */
+	char m[8 + 4 * sizeof(msg)];
+	memcpy(m, "MESSAGE=", 8);
+	size_t mlen = 8 + log_escape(m + 8, sizeof(m) - 8, msg);
 
 	if (journal) {
 		struct iovec iov[24];
-		char m[1100], p[32];
+		char p[32];
+		char *esc[24] = { NULL };
 		int n = 0;
-		snprintf(m, sizeof(m), "MESSAGE=%s", msg);
 		snprintf(p, sizeof(p), "PRIORITY=%d", prio);
-		iov[n++] = (struct iovec){ m, strlen(m) };
+		iov[n++] = (struct iovec){ m, mlen };
 		iov[n++] = (struct iovec){ p, strlen(p) };
 		iov[n++] = (struct iovec){ (char *)"SYSLOG_IDENTIFIER=diraheadd", 27 };
-		for (int i = 0; fields && fields[i] && n < 24; i++)
-			iov[n++] = (struct iovec){ (char *)fields[i], strlen(fields[i]) };
-		if (sd_journal_sendv(iov, n) >= 0)
+		/* The fields' values (after NAME=) are escaped like the message. */
+		for (int i = 0; fields && fields[i] && n < 24; i++) {
+			const char *eq = strchr(fields[i], '=');
+			size_t k = eq ? (size_t)(eq - fields[i]) + 1 : 0, sz = k + 4 * strlen(fields[i] + k) + 1;
+			if (!eq || !(esc[n] = malloc(sz)))
+				continue;
+			memcpy(esc[n], fields[i], k);
+			iov[n] = (struct iovec){ esc[n], k + log_escape(esc[n] + k, sz - k, fields[i] + k) };
+			n++;
+		}
+		int r = sd_journal_sendv(iov, n);
+		for (int i = 0; i < n; i++)
+			free(esc[i]);
+		if (r >= 0)
 			return;
 	}
 	static const char *names[] = { "emerg", "alert", "crit", "error", "warning", "notice", "info", "debug" };
 	fprintf(stderr, "diraheadd: %s%s%s\n", prio <= LOG_WARNING ? names[prio & 7] : "",
-		prio <= LOG_WARNING ? ": " : "", msg);
+		prio <= LOG_WARNING ? ": " : "", m + 8);
 }

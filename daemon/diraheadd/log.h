@@ -4,12 +4,19 @@
 #define DIRAHEAD_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <syslog.h>
 
 void log_setup(int level);           /* picks journal vs stderr (JOURNAL_STREAM) */
 void log_set_level(int level);
 int log_get_level(void);
 bool log_to_journal(void);
+
+/* Copies src into dst (size bytes, NUL-terminated) with what a terminal could act on escaped as
+ * \xNN (control characters, DEL, C1 controls, bytes of invalid UTF-8) and a backslash as \\,
+ * so that the text reads back unambiguously.  Stops before an escape or character that would not
+ * fit.  Returns the length written.  log_fields() applies it to messages and fields. */
+size_t log_escape(char *dst, size_t size, const char *src);
 
 /* `fields`: NULL or a NULL-terminated list of "KEY=value" journal fields (ignored on stderr). */
 void log_fields(int prio, const char *const *fields, const char *fmt, ...)

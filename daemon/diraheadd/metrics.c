@@ -132,6 +132,11 @@ char *metrics_text(struct daemon *d)
 	head(f, "dirahead_config_reloads_total", "counter", "Configuration reloads, by result.");
 	fprintf(f, "dirahead_config_reloads_total{result=\"success\"} %llu\n", (unsigned long long)s->reloads_ok);
 	fprintf(f, "dirahead_config_reloads_total{result=\"failure\"} %llu\n", (unsigned long long)s->reloads_failed);
+	head(f, "dirahead_metrics_requests_total", "counter",
+	     "Requests to the metrics endpoint, by result (bad_host: refused for a foreign Host header, as DNS rebinding sends).");
+	for (int i = 0; i < DA_HTTP_MAX; i++)
+		fprintf(f, "dirahead_metrics_requests_total{result=\"%s\"} %llu\n", da_http_result_names[i],
+			(unsigned long long)s->http_requests[i]);
 	head(f, "dirahead_prefetch_latency_seconds", "histogram",
 	     "Time from submitting a prefetch request to its completion.");
 	unsigned long long cum = 0;

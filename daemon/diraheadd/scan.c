@@ -225,7 +225,7 @@ static void log_end(struct scan *s, enum da_end_reason why)
 	snprintf(f_dir, sizeof(f_dir), "DIRAHEAD_DIR=%s", s->path);
 	snprintf(f_n, sizeof(f_n), "DIRAHEAD_ENTRIES=%llu", (unsigned long long)s->completed);
 	snprintf(f_out, sizeof(f_out), "DIRAHEAD_OUTCOME=%s", da_end_reason_names[why]);
-	log_fields(LOG_INFO, fields,
+	log_fields(LOG_DEBUG, fields,
 		   "scan end: pid %u (%s) %s: %s, %llu prefetched, %llu errors, %llu hits, %llu misses, "
 		   "%.3f s",
 		   s->tgid, s->comm, s->path, da_end_reason_names[why],
@@ -382,7 +382,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	s->start_ns = s->last_ns = now_ns();
 	m->active++;
 	m->st->scans_started++;
-	log_info("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
+	log_debug("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
 		 s->order == DIRAHEAD_ORDER_NAME ? "name" : s->order == DIRAHEAD_ORDER_INODE ? "inode" : "readdir");
 	/* It descends from a directory it scanned, or scans a second subdirectory of one parent:
 	 * a walker, help it ahead of where it goes. */
@@ -446,7 +446,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (walk_mgr_walking(m->walks, ev->tgid, ev->dev_major, ev->dev_minor))
 		return skip(m, ev, DA_SKIP_WALKED);
 	if (m->cfg.dry_run) {
-		log_info("scan (dry run): pid %u (%s) %.256s", ev->tgid, comm, ev->path);
+		log_debug("scan (dry run): pid %u (%s) %.256s", ev->tgid, comm, ev->path);
 		return skip(m, ev, DA_SKIP_DRY_RUN);
 	}
 

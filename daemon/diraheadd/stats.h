@@ -3,6 +3,7 @@
 #ifndef DIRAHEAD_STATS_H
 #define DIRAHEAD_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Why a scan ended.  COMPLETED: every entry was prefetched, or the application finished the
@@ -44,6 +45,16 @@
 	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
 	X(SHUTDOWN, "shutdown")
 
+/* What became of a request to the metrics endpoint (httpd.c). */
+#define DA_HTTP_RESULTS(X)                                                                         \
+	X(OK, "ok")                                                                                \
+	X(BAD_HOST, "bad_host")        /* Host header of another name: DNS rebinding */           \
+	X(NOT_FOUND, "not_found")                                                                  \
+	X(BAD_METHOD, "bad_method")    /* not GET or HEAD */
+
+#define X_ENUM(e, s) DA_HTTP_##e,
+enum da_http_result { DA_HTTP_RESULTS(X_ENUM) DA_HTTP_MAX };
+#undef X_ENUM
 #define X_ENUM(e, s) DA_WALK_END_##e,
 enum da_walk_end_reason { DA_WALK_END_REASONS(X_ENUM) DA_WALK_END_MAX };
 #undef X_ENUM
@@ -89,6 +100,7 @@ struct da_stats {
 	uint64_t walk_dirs_skipped;      /* opened ahead, then passed over by the program (pruned) */
 	uint64_t walk_not_entered;       /* subdirectories not entered: mount points, failures */
 	uint64_t reloads_ok, reloads_failed;
+	uint64_t http_requests[DA_HTTP_MAX];  /* requests to the metrics endpoint */
 	/* prefetch request latency: cumulative-on-output buckets, upper bounds da_latency_bounds */
 	uint64_t lat_bucket[DA_LAT_BUCKETS + 1];
 	uint64_t lat_count;
@@ -102,6 +114,12 @@ extern const char *const da_end_reason_names[DA_END_MAX];
 extern const char *const da_skip_reason_names[DA_SKIP_MAX];
 extern const char *const da_walk_end_reason_names[DA_WALK_END_MAX];
 extern const char *const da_err_class_names[DA_ERR_MAX];
+extern const char *const da_http_result_names[DA_HTTP_MAX];
 enum da_err_class da_err_class_of(int err);
+
+/* What the scans did between two snapshots of the counters, as one line for the log (no path, no
+ * PID): scans confirmed, started, ended and skipped (with their reasons), walks, entries,
+ * hits, misses, errors.  Empty when none of these moved.  Returns strlen(buf). */
+size_t da_stats_summary(const struct da_stats *now, const struct da_stats *prev, char *buf, size_t len);
 
 #endif

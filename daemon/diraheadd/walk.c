@@ -250,7 +250,7 @@ static void end_walk(struct walk *w, enum da_walk_end_reason why)
 			w->up_fd[i] = -1;
 		}
 	detector_walker_clear(m->det, w->tgid);
-	log_info("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
+	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
 		 "prefetched, %.3f s", w->tgid, w->comm, w->path, da_walk_end_reason_names[why],
 		 (unsigned long long)w->visited, (unsigned long long)w->entries,
 		 (double)(now_ns() - w->start_ns) / 1e9);
@@ -819,7 +819,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->n++;
 	m->st->walks_started++;
 	m->st->walks_list_only += list_only;
-	log_info("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
+	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
 	return w;
 }

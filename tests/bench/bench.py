@@ -732,8 +732,9 @@ class Daemon:
 
     def start(self):
         # Shipped defaults, except no metrics listener (a second instance may hold the port)
-        # and one log line per scan (the per-cell scan counts and end reasons come from it).
-        conf = {"daemon": {"log_level": "info"}, "metrics": {"address": ""}}
+        # and one log line per scan, at debug level (the per-cell scan counts and end reasons
+        # come from it; info logs only a periodic summary).
+        conf = {"daemon": {"log_level": "debug"}, "metrics": {"address": ""}}
         for kv in self.settings:  # --set SECTION.KEY=VALUE, for experiments
             k, v = kv.split("=", 1)
             sec, key = k.split(".", 1)

@@ -61,6 +61,15 @@ bad list-long "[filter]\nfs_include = $(printf 'a%d ' $(seq 1 33))\n" 2 '[filter
 bad address-word '[metrics]\naddress = somewhere\n' 2 '[metrics] address:'
 bad address-port '[metrics]\naddress = 127.0.0.1:65536\n' 2 '[metrics] address:'
 bad address-noport '[metrics]\naddress = [::1]\n' 2 '[metrics] address:'
+bad address-unix-relative '[metrics]\naddress = unix:run/m.sock\n' 2 "[metrics] address: 'unix:run/m.sock' is not unix:/ABSOLUTE/PATH"
+bad address-unix-empty '[metrics]\naddress = unix:\n' 2 '[metrics] address:'
+bad address-unix-dir '[metrics]\naddress = unix:/run/dirahead/\n' 2 '[metrics] address:'
+bad address-unix-long "[metrics]\naddress = unix:/run/$(printf 'x%.0s' $(seq 1 110)).sock\n" 2 'the path is longer than 107 bytes'
+bad allowed-hosts-port '[metrics]\nallowed_hosts = ok.example bad.example:http\n' 2 "[metrics] allowed_hosts: 'bad.example:http'"
+bad allowed-hosts-url '[metrics]\nallowed_hosts = http://x.example\n' 2 '[metrics] allowed_hosts:'
+bad allowed-hosts-long "[metrics]\nallowed_hosts = $(printf 'h%d ' $(seq 1 33))\n" 2 '[metrics] allowed_hosts: more than 32'
+bad log-summary-high '[daemon]\nlog_summary_s = 86401\n' 2 '[daemon] log_summary_s:'
+bad log-summary-text '[daemon]\nlog_summary_s = 1m\n' 2 '[daemon] log_summary_s:'
 bad socket-relative '[control]\nsocket = run/x.sock\n' 2 '[control] socket:'
 bad group '[control]\ngroup = no-such-group-dirahead\n' 2 '[control] group:'
 bad syntax-section '[daemon]\nenabled = yes\n[prefetch\nmax_scans = 4\n' 3 "syntax error in '[prefetch'"
@@ -137,6 +146,7 @@ cat >"$T/full.conf" <<'EOF'
 enabled = on
 dry_run = yes
 log_level = debug
+log_summary_s = 0
 proc = /proc/
 [detect]
 confirm_stats = 3
@@ -181,6 +191,7 @@ comm_include =
 comm_exclude = updatedb* plocate*
 [metrics]
 address =
+allowed_hosts = metrics.example, metrics.example:8080 192.0.2.1 [2001:db8::1]:9567
 [control]
 socket = /run/dirahead-unused.sock
 group = nogroup

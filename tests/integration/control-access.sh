@@ -7,13 +7,20 @@
 # - root-only daemon: the socket is 0600; `nobody` is refused with exit 4 and a clear message,
 #   also when the socket's mode is opened up (the daemon checks the peer's credentials itself);
 # - with [control] group = nogroup: the socket is 0660 root:nogroup; a user whose primary group is
-#   nogroup is answered, one who has it only as a supplementary group is refused (exit 4);
+#   nogroup is answered, and so is one who has it only as a supplementary group (the daemon reads
+#   the peer's groups with SO_PEERGROUPS); one with neither is refused (exit 4);
+# - with a group of its own (a temporary group, and two temporary users: one a member, by
+#   /etc/group, one not; removed at the end whatever happens): the member is answered, the other
+#   refused, also when the socket's mode is opened up;
+# - a reload that changes the group applies it at once: the socket's group and mode follow
+#   (root:nogroup 0660, then root:root 0600 for no group), and so does whom the daemon answers;
 # - status/stats/scans --json print valid JSON; bad usage exits 2.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
 need_cmd setpriv python3
-getent group nogroup >/dev/null || skip "needs the group nogroup"
+getent group nogroup >/dev/null || fail "no group nogroup (Debian's base-passwd has it)"
+getent group daemon >/dev/null || fail "no group daemon (Debian's base-passwd has it)"
 
 # A copy the unprivileged users can run wherever the tree is (a checkout under /root is not).
 chmod 0755 "$T"
@@ -114,12 +121,67 @@ expect_exit 0 as "$NOBODY" "$NOGROUP" "" "$CTL" status --json --socket "$S"
 json_ok "$OUT" "status --json as a group member"
 expect_exit 0 as "$NOBODY" "$NOGROUP" "" "$CTL" metrics --socket "$S"
 assert_contains "$OUT" "dirahead_build_info" "metrics as a group member"
-# nogroup only as a supplementary group: the file mode admits it, the daemon does not.
+# nogroup only as a supplementary group: admitted by the file mode and by the daemon.
 daemon_gid=$(getent group daemon | cut -d: -f3)
-expect_exit 4 as "$NOBODY" "${daemon_gid:-1}" "$NOGROUP" "$CTL" status --socket "$S"
-assert_contains "$OUT" "permission denied" "status with nogroup as a supplementary group"
-# Neither: refused by the mode.
+expect_exit 0 as "$NOBODY" "${daemon_gid:-1}" "$NOGROUP" "$CTL" status --socket "$S"
+assert_contains "$OUT" "diraheadd is running" "status with nogroup as a supplementary group"
+# among several, not the first
+expect_exit 0 as "$NOBODY" "${daemon_gid:-1}" "${daemon_gid:-1},$(seq -s, 60000 60070),$NOGROUP" \
+	"$CTL" stats --socket "$S"
+assert_contains "$OUT" "scans_confirmed" "stats with nogroup last of 73 supplementary groups"
+# Neither: refused by the mode ...
 expect_exit 4 as "$NOBODY" "${daemon_gid:-1}" "" "$CTL" status --socket "$S"
+# ... and by the daemon when the mode would let it in.
+chmod 0666 "$S"
+expect_exit 4 as "$NOBODY" "${daemon_gid:-1}" "$(seq -s, 60000 60010)" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "status with other supplementary groups, mode 0666"
+chmod 0660 "$S"
+daemon_stop
+
+# --- a group of its own, and users who are (a) and are not (b) members of it, by /etc/group;
+# a's primary group is daemon, b's nogroup
+G=dractl$$ UA=dractl$$a UB=dractl$$b
+on_exit "userdel $UA; userdel $UB; groupdel $G"
+groupadd --system "$G"
+useradd --system --no-create-home --shell /usr/sbin/nologin --gid daemon --groups "$G" "$UA"
+useradd --system --no-create-home --shell /usr/sbin/nologin --gid nogroup "$UB"
+# as_user USER CMD...: USER's uid, primary group and the supplementary groups /etc/group gives it
+as_user() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"; }
+printf '[metrics]\naddress =\n[control]\ngroup = %s\n' "$G" >"$DAEMON_CONF"
+daemon_start
+assert_eq "$(stat -c '%a %U %G' "$S")" "660 root $G" "socket mode with group $G"
+expect_exit 0 as_user "$UA" "$CTL" status --socket "$S"
+assert_contains "$OUT" "diraheadd is running" "status as $UA, a member of $G"
+expect_exit 4 as_user "$UB" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "status as $UB, not a member"
+chmod 0666 "$S"
+expect_exit 4 as_user "$UB" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "status as $UB, socket mode 0666"
+chmod 0660 "$S"
+
+# --- reloads that change the group
+printf '[metrics]\naddress =\n[control]\ngroup = nogroup\nsocket = %s\n' "$T/elsewhere.sock" >"$DAEMON_CONF"
+expect_exit 0 ctl reload
+assert_eq "$(stat -c '%a %U %G' "$S")" "660 root nogroup" "socket after a reload to group nogroup"
+expect_exit 4 as_user "$UA" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "$UA after the group moved to nogroup"
+chmod 0666 "$S" # the daemon's own check, behind the mode
+expect_exit 4 as_user "$UA" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "$UA after the group moved, mode 0666"
+expect_exit 0 as_user "$UB" "$CTL" status --socket "$S"
+assert_contains "$OUT" "diraheadd is running" "$UB (primary group nogroup) after the reload"
+grep -q "control socket: root and group nogroup now" "$DAEMON_LOG" || fail "the group change is not logged"
+# --socket (the tests' daemon has it) outranks the file's socket, at start and at reloads
+[ ! -e "$T/elsewhere.sock" ] || fail "a socket at the file's path, which --socket overrides"
+expect_exit 0 "$CTL" status --socket "$S"
+printf '[metrics]\naddress =\n' >"$DAEMON_CONF"
+kill -HUP "$DAEMON_PID"
+wait_for 5 eval '[ "$(daemon_stat reloads_ok)" = 2 ]'
+assert_eq "$(stat -c '%a %U %G' "$S")" "600 root root" "socket after a reload to no group"
+chmod 0666 "$S"
+expect_exit 4 as_user "$UB" "$CTL" status --socket "$S"
+assert_contains "$OUT" "permission denied" "$UB after the group was removed, mode 0666"
+expect_exit 0 "$CTL" status --socket "$S"
 daemon_stop
 [ ! -e "$S" ] || fail "the control socket is left behind after the daemon stopped"
 expect_exit 3 "$CTL" status --socket "$S"

@@ -4,8 +4,11 @@
 # diraheadd under a real systemd.  Boots systemd in a container (systemd-nspawn --boot) on a
 # minimal Debian root made by debootstrap, with `make install` staged into it, and from inside
 # (tests/nspawn/inside.sh, the container's only goal) drives dirahead.service: start -> active
-# with a status line -> reload (a good file; a bad one is refused) -> a scan seen through BPF ->
-# stop.  The host asserts on what it recorded.  Neither systemd as the host's PID 1 nor machined
+# with a status line, the unit's nice value, I/O priority and open file limit, metrics on loopback
+# (through IPAddressDeny=any + IPAddressAllow=localhost; a foreign Host header refused) -> reload
+# (a good file; a bad one is refused) -> a scan seen through BPF, and one of a directory whose
+# name holds control characters, escaped in the journal -> stop.  The host asserts on what it
+# recorded.  Neither systemd as the host's PID 1 nor machined
 # is needed.
 # The root is cached in $BUILD/nspawn-root (made once: 30-50 s from the Debian archive apt is configured with, 160 MB; made
 # again when the daemon's runtime packages change); the container boots it under a tmpfs overlay
@@ -207,6 +210,17 @@ assert_eq "$(r proc_CapBnd)" 000000c000080005 "daemon's capability bounding set"
 assert_eq "$(r proc_CapEff)" 000000c000080005 "daemon's effective capabilities"
 assert_eq "$(r proc_NoNewPrivs)" 1 "daemon's NoNewPrivs"
 assert_eq "$(r proc_Seccomp)" 2 "daemon's seccomp mode (filter)"
+# scheduling and bounds of the unit (Nice=5, IOSchedulingClass=best-effort, priority 7)
+assert_eq "$(r proc_nice)" 5 "daemon's nice value"
+assert_eq "$(r proc_ionice)" "best-effort: prio 7" "daemon's I/O priority"
+assert_eq "$(r proc_nofile)" 4096 "daemon's open file limit"
+[ -n "$(r ip_deny)" ] || fail "no IPAddressDeny= on the unit"
+# the metrics endpoint answers on loopback through IPAddressDeny=any + IPAddressAllow=localhost,
+# and refuses a foreign Host header
+assert_eq "$(r metrics_local_status)" "HTTP/1.1 200 OK" "GET /metrics with Host 127.0.0.1:9567"
+assert_eq "$(r metrics_local_build_info)" 1 "metrics served under the unit"
+assert_eq "$(r metrics_foreign_status)" "HTTP/1.1 403 Forbidden" "GET /metrics with a foreign Host"
+assert_eq "$(r metrics_foreign_build_info)" 0 "no metrics for a foreign Host"
 
 # reload with a valid file: same process, still active, the daemon and the manager say so
 assert_eq "$(r reload_rc)" 0 "systemctl reload"
@@ -230,6 +244,9 @@ assert_eq "$(r notify_seq)" "READY=1 RELOADING=1 READY=1 STOPPING=1" "notificati
 # reloaded config's comm_include = nspawnls, reached the daemon's log
 assert_ge "$(r scan_logged)" 1 "journal lines about the scan by nspawnls"
 info "scan: $(head -n 2 "$T/out/scan-lines.txt" | tr '\n' ' ')"
+# names with control characters: escaped in the journal, nothing raw
+assert_ge "$(r journal_escaped)" 1 "journal lines with the escaped directory name"
+assert_eq "$(r journal_raw_control)" 0 "journal lines with a raw ESC or BEL"
 info "daemon's stats: $(awk '$1 ~ /^(scans_confirmed|scans_started|skips\.)/ && $2 > 0 { printf "%s=%s ", $1, $2 }' "$T/out/stats.txt")"
 
 # stop: clean exit, runtime directory gone

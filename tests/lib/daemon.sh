@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
 # Helpers for tests that run diraheadd; source after lib.sh.
-#   daemon_start [diraheadd options...]   start it on a private socket, wait until attached
+#   daemon_start [diraheadd options...]   start it on a private socket, wait until attached;
+#                                         with -v (debug level) unless DAEMON_VERBOSE=no
 #   daemon_stop                           SIGTERM, wait (fails the test if it takes > 2 s, exits
 #                                         non-zero or reports a sanitizer error)
 #   ctl CMD [args...]                     diraheadctl against that daemon
@@ -16,7 +17,9 @@ ctl() { "$BUILD/diraheadctl" "$1" --socket "$DAEMON_SOCK" "${@:2}"; }
 
 daemon_start() {
 	[ -f "$DAEMON_CONF" ] || printf '[metrics]\naddress =\n' >"$DAEMON_CONF"
-	"$BUILD/diraheadd" --config "$DAEMON_CONF" --socket "$DAEMON_SOCK" -v "$@" >"$DAEMON_LOG" 2>&1 &
+	local v=-v
+	[ "${DAEMON_VERBOSE:-yes}" != no ] || v=
+	"$BUILD/diraheadd" --config "$DAEMON_CONF" --socket "$DAEMON_SOCK" ${v:+"$v"} "$@" >"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	on_exit "daemon_kill"
 	local i

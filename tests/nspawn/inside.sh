@@ -3,9 +3,11 @@
 #
 # Runs inside the container that tests/integration/systemd-nspawn.sh boots, as
 # dirahead-test.service.  Installs the staged `make install` tree the way a package would, then
-# drives dirahead.service through systemctl: start, reload with a good file, reload with a bad
-# one, a scan by a process of the container, stop.  It only records what it sees, as key=value
-# lines in $OUT/results (plus journal excerpts): the host asserts, so one run shows every value.
+# drives dirahead.service through systemctl: start (and what the daemon got: capabilities,
+# priorities, limits, a metrics endpoint), reload with a good file, reload with a bad one, scans
+# by a process of the container (one of a directory named with control characters), stop.  It
+# only records what it sees, as key=value lines in $OUT/results (plus journal excerpts): the host
+# asserts, so one run shows every value.
 set -u
 IN=/run/dirahead-test/in
 OUT=/run/dirahead-test/out
@@ -75,6 +77,25 @@ done
 diraheadctl status >"$OUT/ctl-status.txt" 2>&1
 rec ctl_status_rc $?
 rec socket_mode "$(stat -c %a /run/dirahead/diraheadd.sock 2>&1)"
+# Scheduling and the IP filter as the daemon got them
+rec proc_nice "$(awk '{ print $19 }' "/proc/$PID/stat" 2>/dev/null)"
+rec proc_ionice "$(ionice -p "$PID" 2>&1)"
+rec proc_nofile "$(awk '$1 == "Max" && $3 == "files" { print $4 }' "/proc/$PID/limits" 2>/dev/null)"
+rec ip_deny "$(prop IPAddressDeny)"
+# The metrics endpoint on the default address (loopback, which IPAddressAllow= lets through),
+# asked with bash's /dev/tcp (the root has no curl): the status line, and whether metrics came.
+metrics_get() { # NAME HOST
+	local f=$OUT/metrics-$1.txt
+	if exec 8<>/dev/tcp/127.0.0.1/9567; then
+		printf 'GET /metrics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' "$2" >&8
+		timeout 5 cat <&8 >"$f"
+		exec 8<&-
+	fi
+	rec "metrics_${1}_status" "$(head -n 1 "$f" 2>/dev/null | tr -d '\r')"
+	rec "metrics_${1}_build_info" "$(grep -c '^dirahead_build_info{' "$f" 2>/dev/null)"
+}
+metrics_get local 127.0.0.1:9567
+metrics_get foreign evil.example:9567
 
 # ---- reload with a valid file -----------------------------------------------------------------
 # The new file changes what the daemon does (debug log, only scans by nspawnls), so the scan below
@@ -120,6 +141,17 @@ for _ in 1 2 3; do
 done
 rec scan_logged "$(journal_since "$C2" | grep -c '(nspawnls)')"
 journal_since "$C2" | grep '(nspawnls)' | head -n 5 >"$OUT/scan-lines.txt"
+
+# ---- names with control characters reach the journal escaped -------------------------------
+mkdir -p "/srv/$(printf '\033[31mred\a')"
+(cd "/srv/$(printf '\033[31mred\a')" && seq -f 'f%05g' 1 300 | xargs touch)
+nspawnls -l "/srv/$(printf '\033[31mred\a')" >/dev/null
+wait_until 5 journal_has "$C2" 'x1b\[31mred'
+rec journal_escaped "$(journal_since "$C2" | grep -cF '/srv/\x1b[31mred\x07')"
+# --all: journalctl would print raw what the daemon had stored raw
+rec journal_raw_control "$(journalctl -q -a --after-cursor="$C2" -o cat --no-pager \
+	_SYSTEMD_UNIT=dirahead.service + UNIT=dirahead.service + SYSLOG_IDENTIFIER=diraheadd |
+	grep -c "$(printf '[\033\a]')")"
 diraheadctl stats >"$OUT/stats.txt" 2>&1
 
 # ---- stop -------------------------------------------------------------------------------------
