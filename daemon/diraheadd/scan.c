@@ -275,9 +275,8 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_skip_reason why)
 {
 	m->st->skips[why]++;
-	if (why != DA_SKIP_FILTERED) /* what the operator excluded is counted, not logged */
-		log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
-			  da_skip_reason_names[why]);
+	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
+		  da_skip_reason_names[why]);
 	if (why == DA_SKIP_FAST || why == DA_SKIP_FS_NO_GAIN) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		detector_scan_mute(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino,
