@@ -45,7 +45,7 @@ struct t {
 	enum dirahead_backend backend;
 	struct dirahead_engine *e;
 	struct rec *recs;
-	size_t n;
+	size_t n, cap;
 	int dones, done_error;
 	char done_names[16][64];
 	int done_errors[64];   /* in completion order, which the threads backend does not fix */
@@ -140,7 +140,10 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 	struct dirahead_engine_stats st;
 
 	assert_true(t->cancel_after == 0 || t->n < t->cancel_after); /* nothing after a cancel */
-	t->recs = realloc(t->recs, (t->n + 1) * sizeof(*t->recs));
+	if (t->n == t->cap) { /* geometric: a realloc per entry is quadratic under ASan */
+		t->cap = t->cap ? t->cap * 2 : 1024;
+		t->recs = realloc(t->recs, t->cap * sizeof(*t->recs));
+	}
 	struct rec *r = &t->recs[t->n++];
 	snprintf(r->name, sizeof(r->name), "%s", c->name);
 	r->index = c->index;
@@ -199,7 +202,7 @@ static void reset(struct t *t)
 {
 	free(t->recs);
 	t->recs = NULL;
-	t->n = 0;
+	t->n = t->cap = 0;
 	t->dones = 0;
 	t->done_error = -1;
 	t->cancel_after = 0;
