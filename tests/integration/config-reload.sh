@@ -56,7 +56,8 @@ print(" ".join("%d:%s:%d" % (l["id"], l.get("tp_name", "?"), l["prog_id"])
 scan_field() {
 	ctl scans --json | python3 -c 'import json, sys
 for s in json.load(sys.stdin):
-    if s["pid"] == int(sys.argv[1]): print(s[sys.argv[2]])' "$1" "$2"
+    if s["pid"] == int(sys.argv[1]) and s["state"] != "walking":  # (its imports may walk)
+        print(s[sys.argv[2]])' "$1" "$2"
 }
 ok_reloads() { metric 'dirahead_config_reloads_total{result="success"}'; }
 failed_reloads() { metric 'dirahead_config_reloads_total{result="failure"}'; }
