@@ -73,16 +73,32 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define MAX_ACTIVE	8			/* directories one process keeps scanning at once */
 #define MAX_DEPTH	16			/* parent levels searched for an enclosing scan */
 #define DEFAULT_CONFIRM	3
+#define RING_SIZE	(512 * 1024)
 
 #define SCAN_CONFIRMED	0x1	/* DIRAHEAD_EV_SCAN sent */
 #define SCAN_DONE	0x2	/* getdents64 returned 0 */
 #define SCAN_HAS_PATH	0x4	/* path[] holds the name the process opened it with */
 #define SCAN_ABS_PATH	0x8	/* ... and it is absolute */
+#define SCAN_UNLISTED	0x10	/* reported from stats alone (DIRAHEAD_EVF_UNLISTED) */
+#define SCAN_FORGOTTEN	0x20	/* the daemon forgot it: kept only so a listing going on does not
+				 * start it again; its stats return at once */
+#define SCAN_SORTED	0x40	/* the run's names came in ascending order (DIRAHEAD_EVF_SORTED) */
 
+#define SLOT_LIVE	0x1	/* its scan is not forgotten: counted in proc->nlive */
+#define SLOT_PATH	0x2	/* ... and has a name in `names`: counted in proc->npath */
+#define SLOT_UNLISTED	0x4	/* a run of stats without a listing */
+
+/*
+ * A directory a process scans.  Slots belong to the process (MAX_ACTIVE in all), each tagged
+ * with the thread that listed it: only that thread's next listing ends it, so threads walking
+ * side by side do not end each other's scans; a stat from any thread of the process counts.
+ */
 struct active_slot {
+	__u64 ino;
 	__u32 dev;
 	__u32 seq;	/* 0: free; else allocation order, the smallest is evicted first */
-	__u64 ino;
+	__u32 tid;
+	__u32 flags;	/* SLOT_* */
 };
 
 struct proc {
@@ -91,14 +107,13 @@ struct proc {
 	__u64 cwd_ino;
 	__u32 cwd_dev;
 	__u32 seq;
-	__u32 nactive;	/* slots in use: 0 lets stats return after the `procs` lookup */
-	__u32 mute_dev;	/* listings on this filesystem are not tracked until mute_until */
-	__u64 mute_until;
+	__u32 nlive;	/* live slots: 0 lets stats return after the `procs` lookup */
+	__u32 npath;	/* live slots with a name: 0 lets AT_FDCWD stats off the cwd skip the string */
 	struct active_slot active[MAX_ACTIVE];
 };
 
 struct scan {
-	__u64 scan_id;
+	__u64 scan_id;	/* first: user space reads it to tell whether the scan lives on */
 	__u64 listed;
 	__u64 stats;
 	__u64 next_progress;
@@ -111,6 +126,7 @@ struct scan {
 	__u64 t_last;
 	__u64 lat_sum;	/* durations of the matched stats sys_enter timed, and how many */
 	__u64 lat_n;
+	__u64 ctl_gen;	/* ctl_gen when scan_ctl was last looked at */
 	__u32 flags;
 	__u32 step;
 	__u32 ctl_seq;
@@ -121,7 +137,7 @@ struct scan {
 	char path[PATH_LEN];
 };
 
-/* The last O_DIRECTORY open relative to the cwd (or absolute) of a process, until it lists it. */
+/* The last O_DIRECTORY open relative to the cwd (or absolute) of a thread, until it lists it. */
 struct lastopen {
 	__u64 ino;
 	__u32 dev;
@@ -143,11 +159,14 @@ struct name_val {
 	__u32 pad;
 };
 
+/* Room for a 16-byte load at any index below PATH_LEN (see name_key()). */
 struct scratch {
 	char path[PATH_LEN];
+	char pad[16];
 	char name[NAME_LEN];
 	struct lastopen lo;
 	struct scan scan;	/* a new scan is built here: too big for the stack */
+	struct proc proc;	/* and a new process */
 };
 
 struct dirinfo {
@@ -158,6 +177,29 @@ struct dirinfo {
 	__u64 parent_ino;
 	__u32 dev;
 	__u32 mode;
+};
+
+/*
+ * A thread's run of stats in one directory it did not list (task storage: no hash lookup, and
+ * it goes away with the thread).  `parent` names the directory cheaply: the dentry of a dirfd or
+ * of the cwd, or the hash of the path before the name; `bloom` holds a bit per name seen, so
+ * that a name stat'ed again, or two names in turn, do not count as more.
+ */
+struct run {
+	__u64 parent;
+	__u64 bloom;
+	__u64 t_first;	/* exit time of the run's first stat */
+	__u32 count;	/* distinct names (new bloom bits) in this directory, in a row */
+	__u32 done;	/* reported, or refused: nothing more until the directory changes */
+	__u64 key_hi;	/* the last name's first 16 bytes (name_key()) */
+	__u64 key_lo;
+	__u32 sorted;	/* every name so far came after the one before (a sorted list) */
+	__u32 pad;
+	/* The directory the thread listed last, by dentry and by the hash of the name it opened
+	 * it by: its stats are no run without a listing, even where the listing went untracked
+	 * (muted, small, a walk's) */
+	__u64 listed;
+	__u64 listed_name;
 };
 
 struct {
@@ -176,29 +218,46 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 512 * 1024);
+	__uint(max_entries, RING_SIZE);
 } events SEC(".maps");
 
+/*
+ * Processes and scans are plain hash maps, not LRU: an evicted entry would take a live scan with
+ * it, and the daemon would never hear its END.  An entry lives from the process's first tracked
+ * listing to its exit or exec (both always seen); a full table leaves new listings untracked
+ * (DIRAHEAD_CNT_TABLE_FULL).  The loader may resize them (tests fill them).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8192);
 	__type(key, __u32);
 	__type(value, struct proc);
 } procs SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, struct dirahead_scan_key);
 	__type(value, struct scan);
 } scans SEC(".maps");
 
+/* Written by the daemon, keyed by scan_id; entries of scans that ended age out. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, struct dirahead_scan_key);
+	__type(key, __u64);
 	__type(value, struct dirahead_scan_ctl);
 } scan_ctl SEC(".maps");
+
+/* Written by the daemon, keyed by tgid; see struct dirahead_mute. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct dirahead_mute);
+} mutes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -207,6 +266,7 @@ struct {
 	__type(value, struct name_val);
 } names SEC(".maps");
 
+/* Keyed by thread: threads open and list directories side by side. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -244,6 +304,13 @@ struct {
 } stat_start SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct run);
+} runs SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -251,12 +318,13 @@ struct {
 } app_lat SEC(".maps");
 
 /*
- * Processes with at least one directory being tracked (proc->nactive > 0).  Zero most of the
- * time (scans are rare, muted ones leave nothing): then a stat costs one load, not a hash
- * lookup.  A process evicted from `procs` with scans still counted leaves it too high, which
- * only turns this shortcut off.
+ * Processes with at least one live slot (proc->nlive > 0).  Zero most of the time (scans are
+ * rare, forgotten and muted ones do not count): then a stat costs one load, not a hash lookup.
  */
 volatile __u64 live_procs;
+
+/* Bumped by user space after every scan_ctl write: a scan looks the map up only when it moved. */
+volatile __u64 ctl_gen;
 
 static __always_inline void count(__u32 idx, __u64 n)
 {
@@ -283,11 +351,25 @@ static __always_inline const struct dirahead_bpf_config *active_config(__u32 tgi
 	return cfg;
 }
 
-static __always_inline bool lazy_wakeup(void)
+/*
+ * Ring buffer submit flags, for a record reserved and not yet submitted.  SCAN and PROGRESS wake
+ * the daemon (it starts a scan, or moves a window the program is about to run out of); END and
+ * walker events may wait for its next poll (DIRAHEAD_CFG_LAZY_WAKEUP): a wakeup costs the
+ * calling process a cross-CPU wakeup inside its syscall.  The ring's own rule wakes the reader
+ * only for a record at the head of an empty ring, so a waking record behind one that waited
+ * must force it; and a ring a quarter full wakes it all the same.
+ */
+static __always_inline __u64 submit_flags(bool may_wait)
 {
 	const struct dirahead_bpf_config *cfg = get_config();
+	__u64 queued;
 
-	return cfg && (cfg->flags & DIRAHEAD_CFG_LAZY_WAKEUP);
+	if (!cfg || !(cfg->flags & DIRAHEAD_CFG_LAZY_WAKEUP))
+		return 0;
+	queued = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if (!may_wait)
+		return queued > sizeof(struct dirahead_event) + 8 ? BPF_RB_FORCE_WAKEUP : 0;
+	return queued > RING_SIZE / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline struct scratch *get_scratch(void)
@@ -345,14 +427,13 @@ static __always_inline bool fd_id(struct task_struct *task, int fd, __u32 *dev, 
 }
 
 /*
- * The mount the file was reached through, as an ID that a later mount never gets again
+ * The mount the directory was reached through, as an ID that a later mount never gets again
  * (mnt_id_unique, 6.8+; before that the reusable mnt_id): a filesystem unmounted and mounted
  * again (a FUSE client restarted) often gets the same anonymous device number, and must not
  * inherit what the daemon learned about the old one.
  */
-static __always_inline __u64 file_mnt_id(struct file *f)
+static __always_inline __u64 vfsmount_id(struct vfsmount *vm)
 {
-	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
 	struct mount *m = (struct mount *)((char *)vm - bpf_core_field_offset(struct mount, mnt));
 
 	if (bpf_core_field_exists(m->mnt_id_unique))
@@ -360,9 +441,11 @@ static __always_inline __u64 file_mnt_id(struct file *f)
 	return (__u32)BPF_CORE_READ(m, mnt_id);
 }
 
-static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
+/* What the detector keeps of a directory, from the mount and dentry it was reached by. */
+static __always_inline bool path_dirinfo(struct vfsmount *vm, struct dentry *dentry,
+					 struct dirinfo *di)
 {
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	struct inode *inode = BPF_CORE_READ(dentry, d_inode);
 	struct super_block *sb;
 
 	if (!inode)
@@ -373,9 +456,14 @@ static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
 	di->size = BPF_CORE_READ(inode, i_size);
 	di->dev = BPF_CORE_READ(sb, s_dev);
 	di->magic = BPF_CORE_READ(sb, s_magic);
-	di->mnt_id = file_mnt_id(f);
-	di->parent_ino = BPF_CORE_READ(f, f_path.dentry, d_parent, d_inode, i_ino);
+	di->mnt_id = vfsmount_id(vm);
+	di->parent_ino = BPF_CORE_READ(dentry, d_parent, d_inode, i_ino);
 	return true;
+}
+
+static __always_inline bool file_dirinfo(struct file *f, struct dirinfo *di)
+{
+	return path_dirinfo(BPF_CORE_READ(f, f_path.mnt), BPF_CORE_READ(f, f_path.dentry), di);
 }
 
 static __always_inline bool pseudo_fs(__u64 magic)
@@ -426,15 +514,17 @@ static __always_inline void read_cwd(struct task_struct *task, struct proc *p)
 #define FNV_PRIME	0x100000001b3ULL
 
 /*
- * One pass over a path: FNV-1a of the whole path and of everything before its last run of
- * slashes, both normalized the same way (runs of '/' count as one, trailing ones not at all), so
- * "dir/", "dir//x" and "dir/x" agree on "dir".  Indexing only by the loop counter keeps the
- * verifier's work linear in PATH_LEN.
+ * One pass over a path: FNV-1a of the whole path, of everything before its last run of slashes
+ * and of what follows it (the name), normalized the same way (runs of '/' count as one, trailing
+ * ones not at all), so "dir/", "dir//x" and "dir/x" agree on "dir".  Indexing only by the loop
+ * counter keeps the verifier's work linear in PATH_LEN.
  */
 struct path_hash {
 	__u64 full;
 	__u64 prefix;
+	__u64 name;
 	int last_slash;	/* index of the last '/', -1 if none */
+	int prefix_end;	/* index of the first '/' of the last run of them */
 };
 
 struct path_buf {
@@ -447,8 +537,8 @@ struct path_buf {
  */
 __noinline int hash_path(const struct path_buf *buf, long n, __u64 seed, struct path_hash *ph)
 {
-	__u64 h = FNV_OFFSET ^ seed, prefix = h;
-	int slash = -1;
+	__u64 h = FNV_OFFSET ^ seed, prefix = h, name = FNV_OFFSET;
+	int slash = -1, run = -1;
 	bool pending = false;
 
 	if (!buf || !ph)
@@ -460,21 +550,27 @@ __noinline int hash_path(const struct path_buf *buf, long n, __u64 seed, struct 
 			break;
 		c = buf->c[i];
 		if (c == '/') {
-			if (!pending)
+			if (!pending) {
 				prefix = h;
+				run = i;
+			}
 			pending = true;
 			slash = i;
 			continue;
 		}
 		if (pending) {
 			h = (h ^ '/') * FNV_PRIME;
+			name = FNV_OFFSET;
 			pending = false;
 		}
 		h = (h ^ (__u8)c) * FNV_PRIME;
+		name = (name ^ (__u8)c) * FNV_PRIME;
 	}
 	ph->full = h;
 	ph->prefix = prefix;
+	ph->name = name;
 	ph->last_slash = slash;
+	ph->prefix_end = run;
 	return 0;
 }
 
@@ -487,7 +583,6 @@ static __always_inline bool fd_still_on(struct task_struct *task, int fd,
 
 	return fd >= 0 && fd_id(task, fd, &dev, &ino) && dev == key->dev && ino == key->ino;
 }
-
 static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead_scan_key *key,
 				 const struct scan *sc, const struct proc *p,
 				 struct task_struct *task)
@@ -539,9 +634,25 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	__builtin_memcpy(e->name, sc->name, NAME_LEN);
 	e->name[NAME_LEN - 1] = 0;
 	e->path[PATH_LEN - 1] = 0;
+	e->flags = ((sc->flags & SCAN_UNLISTED) ? DIRAHEAD_EVF_UNLISTED : 0) |
+		   ((sc->flags & SCAN_SORTED) ? DIRAHEAD_EVF_SORTED : 0);
+	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, type != DIRAHEAD_EV_SCAN && lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);
+	bpf_ringbuf_submit(e, submit_flags(type == DIRAHEAD_EV_END));
 	count(DIRAHEAD_CNT_EVENTS, 1);
+}
+
+
+/* A slot stops counting as live (its scan is forgotten or gone). */
+static __always_inline void slot_unlive(struct proc *p, struct active_slot *a)
+{
+	if (a->flags & SLOT_LIVE) {
+		if (a->flags & SLOT_PATH)
+			p->npath--;
+		if (p->nlive && !--p->nlive)
+			__sync_fetch_and_add(&live_procs, -1);
+	}
+	a->flags &= ~(SLOT_LIVE | SLOT_PATH);
 }
 
 /*
@@ -552,26 +663,30 @@ __noinline int end_scan(struct proc *p, __u32 tgid, int slot, __u32 reason)
 {
 	struct dirahead_scan_key key = {};
 	struct dirahead_scan_ctl *ctl;
+	struct active_slot *a;
 	struct scan *sc;
 
-	if (!p || slot < 0 || slot >= MAX_ACTIVE || !p->active[slot].seq)
+	if (!p || slot < 0 || slot >= MAX_ACTIVE)
+		return 0;
+	a = &p->active[slot];
+	if (!a->seq)
 		return 0;
 	key.tgid = tgid;
-	key.dev = p->active[slot].dev;
-	key.ino = p->active[slot].ino;
-	p->active[slot].seq = 0;
-	if (p->nactive && !--p->nactive)
-		__sync_fetch_and_add(&live_procs, -1);
+	key.dev = a->dev;
+	key.ino = a->ino;
+	slot_unlive(p, a);
+	a->seq = 0;
 	sc = bpf_map_lookup_elem(&scans, &key);
-	if (sc && (sc->flags & SCAN_CONFIRMED)) {
-		ctl = bpf_map_lookup_elem(&scan_ctl, &key);
+	if (!sc)
+		return 0;
+	if ((sc->flags & (SCAN_CONFIRMED | SCAN_FORGOTTEN)) == SCAN_CONFIRMED) {
+		ctl = bpf_map_lookup_elem(&scan_ctl, &sc->scan_id);
 		if (!ctl || !(ctl->flags & DIRAHEAD_CTL_FORGET))
 			emit(DIRAHEAD_EV_END, reason, &key, sc, p, NULL);
-		if (ctl)
-			bpf_map_delete_elem(&scan_ctl, &key);
 	}
-	if (sc)
-		bpf_map_delete_elem(&scans, &key);
+	if (sc->flags & SCAN_CONFIRMED)
+		bpf_map_delete_elem(&scan_ctl, &sc->scan_id);
+	bpf_map_delete_elem(&scans, &key);
 	return 0;
 }
 
@@ -579,14 +694,23 @@ static __always_inline void end_all(__u32 tgid, __u32 reason)
 {
 	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
 
-	/* One lookup for the many processes that never listed anything; a stale `lastopen` of
-	 * theirs is harmless (adopt_name checks fd, dev and ino) and ages out of the LRU. */
+	/* One lookup for the many processes that never listed anything. */
 	if (!p)
 		return;
-	bpf_map_delete_elem(&lastopen, &tgid);
 	for (int i = 0; i < MAX_ACTIVE; i++)
 		end_scan(p, tgid, i, reason);
 	bpf_map_delete_elem(&procs, &tgid);
+}
+
+/* A thread of a process that lives on exited: the scans it listed are over. */
+__noinline int end_thread(struct proc *p, __u32 tgid, __u32 tid)
+{
+	if (!p)
+		return 0;
+	for (int i = 0; i < MAX_ACTIVE; i++)
+		if (p->active[i].seq && p->active[i].tid == tid)
+			end_scan(p, tgid, i, DIRAHEAD_END_THREAD);
+	return 0;
 }
 
 /* Bit i set: the process's scan in slot i is on a parent (up to MAX_DEPTH levels) of `dentry`. */
@@ -613,84 +737,113 @@ __noinline __u32 enclosing_slots(const struct proc *p, __u32 dev, __u64 dentry)
 }
 
 /*
- * The daemon muted a scan of this process (DIRAHEAD_CTL_MUTE) that no stat of it has applied
- * yet (the program had moved on): apply it now, at the process's next listing, so that the
- * rest of its walk goes untracked all the same.  Global: verified once.
+ * A free slot for a new scan of thread `tid`, ending what must go: with `ending` set, the
+ * thread's scans whose bit in `keep` is clear (it moved on to another directory; `kind` says
+ * which of its slots that concerns: SLOT_UNLISTED for a new run without a listing, 0 for all);
+ * if none is free then, its own oldest, else the process's oldest (MAX_ACTIVE enclosing
+ * directories: the outermost goes).  Returns the slot index.  Global: verified once.
  */
-__noinline int apply_mutes(struct proc *p, __u32 tgid)
+__noinline int take_slot(struct proc *p, __u32 tgid, __u32 tid, __u32 keep, __u32 kind)
 {
-	struct dirahead_scan_key key = {};
-	struct dirahead_scan_ctl *ctl;
+	__u32 oldest_seq = 0xffffffff, own_seq = 0xffffffff;
+	int free_slot = -1, oldest = 0, own = -1;
 
 	if (!p)
-		return 0;
-	key.tgid = tgid;
+		return -1;
 	for (int i = 0; i < MAX_ACTIVE; i++) {
-		if (!p->active[i].seq)
-			continue;
-		key.dev = p->active[i].dev;
-		key.ino = p->active[i].ino;
-		ctl = bpf_map_lookup_elem(&scan_ctl, &key);
-		if (!ctl || !(ctl->flags & DIRAHEAD_CTL_MUTE))
-			continue;
-		p->mute_dev = key.dev;
-		p->mute_until = bpf_ktime_get_ns() + (__u64)ctl->mute_ms * 1000000ULL;
-		end_scan(p, tgid, i, DIRAHEAD_END_NONE);
-	}
-	return 0;
-}
+		struct active_slot *a = &p->active[i];
 
-/*
- * A new directory is being listed: end the process's other scans unless they enclose it (a
- * recursive walker comes back to its parents), then take a slot for it.
- */
-static __always_inline void switch_listing(struct proc *p, __u32 tgid, struct dentry *dentry,
-					   const struct dirinfo *di)
-{
-	__u32 keep = 0, nused = 0, oldest_seq = 0xffffffff;
-	int free_slot = -1, oldest = 0;
-
-	for (int i = 0; i < MAX_ACTIVE; i++)
-		if (p->active[i].seq)
-			nused++;
-	if (nused)
-		keep = enclosing_slots(p, di->dev, (__u64)dentry);
-	for (int i = 0; i < MAX_ACTIVE; i++) {
-		if (p->active[i].seq && !(keep & (1u << i)))
+		if (a->seq && a->tid == tid && !(keep & (1u << i)) && (a->flags & kind) == kind)
 			end_scan(p, tgid, i, DIRAHEAD_END_NEXT);
-		if (!p->active[i].seq) {
+		if (!a->seq) {
 			if (free_slot < 0)
 				free_slot = i;
-		} else if (p->active[i].seq < oldest_seq) {
-			oldest_seq = p->active[i].seq;
+			continue;
+		}
+		if (a->seq < oldest_seq) {
+			oldest_seq = a->seq;
 			oldest = i;
+		}
+		if (a->tid == tid && a->seq < own_seq) {
+			own_seq = a->seq;
+			own = i;
 		}
 	}
 	if (free_slot < 0) {
-		/* MAX_ACTIVE enclosing directories: give up the outermost. */
-		end_scan(p, tgid, oldest, DIRAHEAD_END_EVICTED);
-		free_slot = oldest;
+		free_slot = own >= 0 ? own : oldest;
+		end_scan(p, tgid, free_slot, DIRAHEAD_END_EVICTED);
 	}
-	if (free_slot >= 0 && free_slot < MAX_ACTIVE) {
-		p->seq++;
-		if (!p->seq)
-			p->seq = 1;
-		p->active[free_slot].seq = p->seq;
-		p->active[free_slot].dev = di->dev;
-		p->active[free_slot].ino = di->ino;
-		if (!p->nactive++)
-			__sync_fetch_and_add(&live_procs, 1);
+	return free_slot;
+}
+
+static __always_inline void fill_slot(struct proc *p, int i, __u32 tid, __u32 dev, __u64 ino,
+				      __u32 flags)
+{
+	struct active_slot *a;
+
+	if (i < 0 || i >= MAX_ACTIVE)
+		return;
+	a = &p->active[i];
+	p->seq++;
+	if (!p->seq)
+		p->seq = 1;
+	a->seq = p->seq;
+	a->tid = tid;
+	a->dev = dev;
+	a->ino = ino;
+	a->flags = flags | SLOT_LIVE;
+	if (flags & SLOT_PATH)
+		p->npath++;
+	if (!p->nlive++)
+		__sync_fetch_and_add(&live_procs, 1);
+}
+
+/* The process's state, created at its first tracked listing; NULL if the table is full. */
+static __always_inline struct proc *get_proc(__u32 tgid, struct task_struct *task,
+					     struct scratch *s)
+{
+	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (p)
+		return p;
+	__builtin_memset(&s->proc, 0, sizeof(s->proc));
+	s->proc.seed = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
+	bpf_map_update_elem(&procs, &tgid, &s->proc, BPF_NOEXIST);
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p) {
+		count(DIRAHEAD_CNT_TABLE_FULL, 1);
+		return NULL;
 	}
+	read_cwd(task, p);
+	return p;
+}
+
+/* The daemon muted this process on `dev` (0: its runs by path) and the mute holds. */
+static __always_inline bool muted(__u32 tgid, __u32 dev)
+{
+	struct dirahead_mute *m = bpf_map_lookup_elem(&mutes, &tgid);
+
+	if (!m)
+		return false;
+	return bpf_ktime_get_ns() < (dev ? (m->dev == dev ? m->until_ns : 0) : m->paths_until_ns);
+}
+
+/* A walk covers this process's directories on `dev` (any filesystem for dev 0). */
+static __always_inline bool walked(__u32 tgid, __u32 dev)
+{
+	struct dirahead_walker *w = bpf_map_lookup_elem(&walkers, &tgid);
+
+	return w && (w->dev == dev || dev == 0);
 }
 
 /*
- * The process's last O_DIRECTORY open was of this directory: take the path it used and make it
+ * The thread's last O_DIRECTORY open was of this directory: take the path it used and make it
  * findable by name.  By dev+ino, not fd: opendir(fd) and fts list through a dup.
  */
-static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __u32 tgid,
-				       const struct dirinfo *di)
+static __always_inline bool adopt_name(struct scan *sc, const struct proc *p, __u32 tgid,
+				       __u32 tid, const struct dirinfo *di)
 {
-	struct lastopen *lo = bpf_map_lookup_elem(&lastopen, &tgid);
+	struct lastopen *lo = bpf_map_lookup_elem(&lastopen, &tid);
 	struct name_key nk = { .tgid = tgid };
 	struct name_val nv = { .ino = di->ino, .dev = di->dev };
 	struct path_hash ph;
@@ -698,10 +851,10 @@ static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __
 	bool abs;
 
 	if (!lo || lo->dev != di->dev || lo->ino != di->ino)
-		return;
+		return false;
 	n = lo->len;
 	if (n == 0 || n >= PATH_LEN)
-		return;
+		return false;
 	abs = lo->path[0] == '/';
 	__builtin_memcpy(sc->path, lo->path, PATH_LEN);
 	sc->path_len = n;
@@ -710,9 +863,15 @@ static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __
 	hash_path((const struct path_buf *)lo->path, n, abs ? p->seed : p->rel_seed, &ph);
 	nk.hash = ph.full;
 	bpf_map_update_elem(&names, &nk, &nv, BPF_ANY);
-	bpf_map_delete_elem(&lastopen, &tgid);
+	bpf_map_delete_elem(&lastopen, &tid);
+	return true;
 }
 
+static __always_inline __u64 new_scan_id(void)
+{
+	return ((__u64)bpf_get_smp_processor_id() << 56) |
+	       (bpf_ktime_get_ns() & 0x00ffffffffffffffULL);
+}
 /* A listing that began this long after the walker's last O_DIRECTORY open is not that open's. */
 #define WALKER_OPEN_FRESH_NS	(100ULL * 1000000ULL)
 
@@ -768,10 +927,11 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 	e->list_count = w->list_count;
 	e->ts_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);
+	bpf_ringbuf_submit(e, submit_flags(true));
 	count(DIRAHEAD_CNT_EVENTS, 1);
 	return true;
 }
+
 
 /* A walker exited or exec'ed: its walk is over (DIRAHEAD_EV_END, scan_id 0). */
 static __always_inline void walker_end(__u32 tgid, __u32 reason)
@@ -793,18 +953,55 @@ static __always_inline void walker_end(__u32 tgid, __u32 reason)
 	e->tgid = tgid;
 	e->fd = -1;
 	e->ts_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, submit_flags(true));
 	count(DIRAHEAD_CNT_EVENTS, 1);
+}
+
+/* Tells the forms of a run's `parent` apart (dentries are aligned: their low bits are free). */
+#define RUN_FD		1ULL
+#define RUN_CWD		2ULL
+#define RUN_SEED_REL	0x52554e52454cULL
+#define RUN_SEED_ABS	0x52554e414253ULL
+
+/* The thread lists this directory: remember it (struct run), by the name it opened it by too. */
+static __always_inline void run_listed(struct task_struct *task, __u32 tid,
+				       struct dentry *dentry, const struct dirinfo *di)
+{
+	struct run *r = bpf_task_storage_get(&runs, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct lastopen *lo;
+	struct path_hash ph;
+
+	if (!r || r->listed == (__u64)dentry)
+		return;
+	r->listed = (__u64)dentry;
+	r->listed_name = 0;
+	lo = bpf_map_lookup_elem(&lastopen, &tid);
+	if (!lo || lo->dev != di->dev || lo->ino != di->ino || lo->len == 0 || lo->len >= PATH_LEN)
+		return;
+	hash_path((const struct path_buf *)lo->path, lo->len,
+		  lo->path[0] == '/' ? RUN_SEED_ABS : RUN_SEED_REL, &ph);
+	r->listed_name = ph.full & ~3ULL;
+}
+
+/* The thread has slots (a parent walk for enclosing ones is needed only then). */
+static __always_inline bool thread_slots(const struct proc *p, __u32 tid)
+{
+	bool any = false;
+
+	for (int i = 0; i < MAX_ACTIVE; i++)
+		any |= p->active[i].seq && p->active[i].tid == tid;
+	return any;
 }
 
 static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	const struct dirahead_bpf_config *cfg;
 	struct dirahead_scan_key key = {};
 	struct task_struct *task;
 	struct dirinfo di = {};
+	struct dentry *dentry;
 	struct scan *sc;
 	struct proc *p;
 	struct file *f;
@@ -824,6 +1021,8 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 		return 0;
 	if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic))
 		return 0;
+	if (cfg->unlisted_stats)
+		run_listed(task, tid, BPF_CORE_READ(f, f_path.dentry), &di);
 	if (walker_listing(tgid, fd, &di, ret))
 		return 0;
 	if (di.size < cfg->min_dir_size)
@@ -834,44 +1033,39 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 	sc = bpf_map_lookup_elem(&scans, &key);
 	if (!sc) {
 		struct scratch *s;
+		int slot;
 
 		if (ret == 0)
 			return 0;	/* an empty directory: nothing will be stat'ed */
-		p = bpf_map_lookup_elem(&procs, &tgid);
-		if (!p) {
-			struct proc init = {};
-
-			init.seed = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
-			bpf_map_update_elem(&procs, &tgid, &init, BPF_NOEXIST);
-			p = bpf_map_lookup_elem(&procs, &tgid);
-			if (!p)
-				return 0;
-			read_cwd(task, p);
-		}
-		if (p->nactive)
-			apply_mutes(p, tgid);
 		/* The daemon found prefetch does not pay for this process here: stay out of its way. */
-		if (p->mute_until && p->mute_dev == di.dev && bpf_ktime_get_ns() < p->mute_until)
+		if (muted(tgid, di.dev))
 			return 0;
-		switch_listing(p, tgid, BPF_CORE_READ(f, f_path.dentry), &di);
 		/* A scan value is too big for the stack: build it in the per-CPU scratch. */
 		s = get_scratch();
 		if (!s)
 			return 0;
+		p = get_proc(tgid, task, s);
+		if (!p)
+			return 0;
 		sc = &s->scan;
 		__builtin_memset(sc, 0, sizeof(*sc));
-		sc->scan_id = ((__u64)bpf_get_smp_processor_id() << 56) |
-			      (bpf_ktime_get_ns() & 0x00ffffffffffffffULL);
+		sc->scan_id = new_scan_id();
 		sc->dir_size = di.size;
 		sc->magic = di.magic;
 		sc->mnt_id = di.mnt_id;
 		sc->parent_ino = di.parent_ino;
 		sc->fd = -1;
-		adopt_name(sc, p, tgid, &di);
-		/* A control entry left by a daemon racing with the previous scan's end is stale. */
-		bpf_map_delete_elem(&scan_ctl, &key);
-		if (bpf_map_update_elem(&scans, &key, sc, BPF_ANY))
+		sc->ctl_gen = ctl_gen;
+		adopt_name(sc, p, tgid, tid, &di);
+		if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
+			count(DIRAHEAD_CNT_TABLE_FULL, 1);
 			return 0;
+		}
+		/* This thread lists another directory: its scans that do not enclose it are over. */
+		dentry = BPF_CORE_READ(f, f_path.dentry);
+		slot = take_slot(p, tgid, tid, thread_slots(p, tid) ?
+				 enclosing_slots(p, di.dev, (__u64)dentry) : 0, 0);
+		fill_slot(p, slot, tid, di.dev, di.ino, sc->flags & SCAN_HAS_PATH ? SLOT_PATH : 0);
 		sc = bpf_map_lookup_elem(&scans, &key);
 		if (!sc)
 			return 0;
@@ -887,7 +1081,8 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 
 static __always_inline int on_open(struct pt_regs *regs, long ret, long nr)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	const char *upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
 	int dfd = (int)PT_REGS_PARM1_SYSCALL(regs);
 	struct dirahead_walker *w;
@@ -932,7 +1127,7 @@ static __always_inline int on_open(struct pt_regs *regs, long ret, long nr)
 		return 0;
 	lo->fd = (int)ret;
 	lo->len = n - 1;
-	bpf_map_update_elem(&lastopen, &tgid, lo, BPF_ANY);
+	bpf_map_update_elem(&lastopen, &tid, lo, BPF_ANY);
 	return 0;
 }
 
@@ -1003,50 +1198,62 @@ static __always_inline __u64 app_stat_latency(struct task_struct *task, long nr,
 	return d;
 }
 
-/* The daemon muted this scan: drop it, and track no listing on its filesystem for a while. */
-static __always_inline void mute_scan(struct proc *p, const struct dirahead_scan_key *key,
-				      const struct dirahead_scan_ctl *ctl)
+/* The live slot on this directory, or -1. */
+static __always_inline int live_slot(const struct proc *p, __u32 dev, __u64 ino)
 {
-	p->mute_dev = key->dev;
-	p->mute_until = bpf_ktime_get_ns() + (__u64)ctl->mute_ms * 1000000ULL;
 	for (int i = 0; i < MAX_ACTIVE; i++)
-		if (p->active[i].seq && p->active[i].dev == key->dev &&
-		    p->active[i].ino == key->ino)
-			end_scan(p, key->tgid, i, DIRAHEAD_END_NONE);
+		if ((p->active[i].flags & SLOT_LIVE) && p->active[i].dev == dev &&
+		    p->active[i].ino == ino)
+			return i;
+	return -1;
 }
 
-/* A stat of one of the entries of the directory `key` succeeded. */
+/*
+ * The daemon forgot the scan (DIRAHEAD_CTL_FORGET): it stops counting as live, so the process's
+ * stats return after one lookup.  A muted one goes altogether (`mutes` keeps new listings there
+ * untracked); a forgotten one stays as a tombstone, or a listing going on would start it again.
+ */
+static __always_inline void forget_scan(struct proc *p, const struct dirahead_scan_key *key,
+					struct scan *sc, __u32 flags)
+{
+	int i = live_slot(p, key->dev, key->ino);
+
+	sc->flags |= SCAN_FORGOTTEN;
+	if (i < 0)
+		return;
+	if (flags & DIRAHEAD_CTL_MUTE)
+		end_scan(p, key->tgid, i, DIRAHEAD_END_NONE);	/* sc is gone after this */
+	else
+		slot_unlive(p, &p->active[i & (MAX_ACTIVE - 1)]);
+}
+
+/* A stat of one of the entries of the directory `key` succeeded; s->name holds its name. */
 static __always_inline void scan_stat(struct dirahead_scan_key *key, struct scan *sc,
-				      struct proc *p, const char *uname, int dfd,
+				      struct proc *p, struct scratch *s, long n, int dfd,
 				      const struct dirahead_bpf_config *cfg,
 				      struct task_struct *task, __u64 lat)
 {
 	struct dirahead_scan_ctl *ctl = NULL;
-	struct scratch *s = get_scratch();
 	__u32 confirm;
-	__u64 now;
-	long n;
+	__u64 now, gen;
 
-	if (!s)
+	if (sc->flags & SCAN_FORGOTTEN)
 		return;
-	if (sc->flags & SCAN_CONFIRMED) {
-		ctl = bpf_map_lookup_elem(&scan_ctl, key);
-		if (ctl && (ctl->flags & DIRAHEAD_CTL_MUTE)) {
-			mute_scan(p, key, ctl);	/* sc is gone after this */
+	gen = ctl_gen;
+	if ((sc->flags & SCAN_CONFIRMED) && sc->ctl_gen != gen) {
+		ctl = bpf_map_lookup_elem(&scan_ctl, &sc->scan_id);
+		if (ctl && (ctl->flags & DIRAHEAD_CTL_FORGET)) {
+			forget_scan(p, key, sc, ctl->flags);
 			return;
 		}
-		if (ctl && (ctl->flags & DIRAHEAD_CTL_FORGET))
-			return;
+		if (!ctl)
+			sc->ctl_gen = gen;	/* nothing for this scan */
 	}
-	__builtin_memset(s->name, 0, NAME_LEN);
-	n = bpf_probe_read_user_str(s->name, NAME_LEN, uname);
-	if (n <= 1)
-		return;
 	/* Same name as last time (tar stats every entry twice): one entry, one count. */
 	if (same_name(s->name, sc->name))
 		return;
 	__builtin_memcpy(sc->name, s->name, NAME_LEN);
-	sc->name_len = n - 1;
+	sc->name_len = n;
 	sc->stats++;
 	now = bpf_ktime_get_ns();
 	if (!sc->t_first)
@@ -1071,11 +1278,14 @@ static __always_inline void scan_stat(struct dirahead_scan_key *key, struct scan
 		emit(DIRAHEAD_EV_SCAN, DIRAHEAD_END_NONE, key, sc, p, task);
 		return;
 	}
-	if (ctl && ctl->seq != sc->ctl_seq) {
-		/* The daemon changed this scan's step: count from now. */
-		sc->ctl_seq = ctl->seq;
-		sc->step = ctl->step;
-		sc->next_progress = sc->stats + sc->step;
+	if (ctl) {
+		sc->ctl_gen = gen;
+		if (ctl->seq != sc->ctl_seq) {
+			/* The daemon changed this scan's step: count from now. */
+			sc->ctl_seq = ctl->seq;
+			sc->step = ctl->step;
+			sc->next_progress = sc->stats + sc->step;
+		}
 	}
 	if (sc->step && sc->stats >= sc->next_progress) {
 		sc->next_progress = sc->stats + sc->step;
@@ -1083,29 +1293,342 @@ static __always_inline void scan_stat(struct dirahead_scan_key *key, struct scan
 	}
 }
 
-static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
+/* s->name = the name at s->path[off], NUL-padded (same_name compares whole words); its length. */
+static __always_inline long take_name(struct scratch *s, int off)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	const struct dirahead_bpf_config *cfg;
-	struct dirahead_scan_key key = {};
-	struct task_struct *task;
-	const char *upath;
-	struct scratch *s;
+	long n;
+
+	__builtin_memset(s->name, 0, NAME_LEN);
+	n = bpf_probe_read_kernel_str(s->name, NAME_LEN, &s->path[off & (PATH_LEN - 1)]);
+	return n > 0 ? n - 1 : 0;
+}
+
+/* Ignore a name that is no entry: "" (AT_EMPTY_PATH: an fstat), ".", "..", "dir/". */
+static __always_inline bool not_an_entry(const struct scratch *s, long n,
+					 const struct path_hash *ph)
+{
+	int b = ph->last_slash + 1;
+
+	if (n <= 0 || ph->last_slash == n - 1)
+		return true;
+	if (b < 0 || b >= PATH_LEN - 2)
+		return false;
+	return s->path[b] == '.' &&
+	       (b + 1 == n || (s->path[b + 1] == '.' && b + 2 == n));
+}
+
+enum { MATCH_NONE, MATCH_DONE };
+
+/*
+ * A stat of a process with live scans, matched by the cheapest test first: the dirfd's inode,
+ * or the cwd, against the live slots, before any string is read; a path's directory by its
+ * hash in `names`.  MATCH_DONE: it concerned one of them (counted, or ignored on purpose).
+ */
+static __always_inline int tracked_stat(struct proc *p, __u32 tgid, int dfd, const char *upath,
+					long nr, const struct dirahead_bpf_config *cfg,
+					struct task_struct *task, struct scratch *s)
+{
+	struct dirahead_scan_key key = { .tgid = tgid };
+	bool cwd_live = false;
+	struct path_hash ph;
+	struct scan *sc;
+	int off = 0;
+	long n;
+
+	if (dfd != DA_AT_FDCWD) {
+		if (!fd_id(task, dfd, &key.dev, &key.ino) || live_slot(p, key.dev, key.ino) < 0)
+			return MATCH_NONE;
+	} else {
+		cwd_live = live_slot(p, p->cwd_dev, p->cwd_ino) >= 0;
+		if (!cwd_live && !p->npath)
+			return MATCH_NONE;
+	}
+	n = bpf_probe_read_user_str(s->path, PATH_LEN, upath);
+	/* "": an fstat (AT_EMPTY_PATH); PATH_LEN: maybe truncated, and a truncated path would
+	 * hash like the shorter one it was cut to: never matched */
+	if (n <= 1 || n >= PATH_LEN)
+		return MATCH_NONE;
+	n--;
+	hash_path((const struct path_buf *)s->path, n, s->path[0] == '/' ? p->seed : p->rel_seed,
+		  &ph);
+	if (not_an_entry(s, n, &ph))
+		return MATCH_NONE;
+	if (ph.last_slash < 0) {
+		if (dfd == DA_AT_FDCWD) {
+			if (!cwd_live)
+				return MATCH_NONE;
+			key.dev = p->cwd_dev;
+			key.ino = p->cwd_ino;
+		}
+	} else {
+		struct name_key nk = { .tgid = tgid, .hash = ph.prefix };
+		struct name_val *nv;
+
+		/* "sub/name" below a dirfd, or an absolute path with one: not a form tools use */
+		if (dfd != DA_AT_FDCWD || !p->npath)
+			return MATCH_NONE;
+		nv = bpf_map_lookup_elem(&names, &nk);
+		if (!nv)
+			return MATCH_NONE;
+		key.dev = nv->dev;
+		key.ino = nv->ino;
+		off = ph.last_slash + 1;
+	}
+	sc = bpf_map_lookup_elem(&scans, &key);
+	if (!sc)
+		return MATCH_NONE;
+	n = take_name(s, off);
+	scan_stat(&key, sc, p, s, n, off ? DA_AT_FDCWD : dfd, cfg, task,
+		  app_stat_latency(task, nr, cfg));
+	return MATCH_DONE;
+}
+
+/*
+ * The thread made unlisted_stats stats of distinct names in one directory it did not list: track
+ * it as a scan, confirmed at once (DIRAHEAD_EVF_UNLISTED).  dentry: the directory, for a dirfd
+ * (dfd) or the cwd; 0 for names by path, whose directory is known only by its name, s->path up
+ * to prefix_end.  Global: verified once, and the common path does not carry it.
+ */
+__noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_end)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	const struct dirahead_bpf_config *cfg = get_config();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct run *r = bpf_task_storage_get(&runs, task, 0, 0);
+	struct dirahead_scan_key key = { .tgid = tgid };
+	struct scratch *s = get_scratch();
+	struct name_key nk = { .tgid = tgid };
+	struct name_val nv = {};
+	struct dirinfo di = {};
 	struct path_hash ph;
 	struct scan *sc;
 	struct proc *p;
-	int dfd, slash;
+	int slot;
 	bool abs;
+	long len;
+
+	if (!cfg || !s || !r || n <= 0 || n >= PATH_LEN)
+		return 0;
+	if (dentry) {
+		struct vfsmount *vm;
+
+		if (dfd != DA_AT_FDCWD) {
+			struct file *f = fd_file(task, dfd);
+
+			if (!f)
+				return 0;
+			vm = BPF_CORE_READ(f, f_path.mnt);
+		} else {
+			vm = BPF_CORE_READ(task, fs, pwd.mnt);
+		}
+		if (!path_dirinfo(vm, (struct dentry *)dentry, &di))
+			return 0;
+		if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic) ||
+		    di.size < cfg->min_dir_size || muted(tgid, di.dev) || walked(tgid, di.dev))
+			return 0;
+		p = get_proc(tgid, task, s);
+		if (!p)
+			return 0;
+		if (dfd == DA_AT_FDCWD)
+			read_cwd(task, p);	/* DIRAHEAD_REF_CWD: the cwd of the thread that stats */
+		key.dev = di.dev;
+		key.ino = di.ino;
+	} else {
+		if (prefix_end <= 0 || prefix_end >= PATH_LEN || muted(tgid, 0) || walked(tgid, 0))
+			return 0;
+		p = get_proc(tgid, task, s);
+		if (!p)
+			return 0;
+		abs = s->path[0] == '/';
+		hash_path((const struct path_buf *)s->path, n, abs ? p->seed : p->rel_seed, &ph);
+		nk.hash = ph.prefix;
+		/* a directory the process listed and still scans: that scan stands */
+		struct name_val *old = bpf_map_lookup_elem(&names, &nk);
+
+		if (old) {
+			key.dev = old->dev;
+			key.ino = old->ino;
+			if (bpf_map_lookup_elem(&scans, &key))
+				return 0;
+		}
+		key.dev = 0;
+		key.ino = ph.prefix | 1;
+		nv.ino = key.ino;
+	}
+	if (bpf_map_lookup_elem(&scans, &key))
+		return 0;	/* tracked already (forgotten, or its stats come by another name) */
+	sc = &s->scan;
+	__builtin_memset(sc, 0, sizeof(*sc));
+	sc->scan_id = new_scan_id();
+	sc->flags = SCAN_CONFIRMED | SCAN_UNLISTED | (r->sorted ? SCAN_SORTED : 0);
+	sc->fd = dentry && dfd != DA_AT_FDCWD ? dfd : -1;
+	sc->dir_size = di.size;
+	sc->magic = di.magic;
+	sc->mnt_id = di.mnt_id;
+	sc->parent_ino = di.parent_ino;
+	sc->stats = cfg->unlisted_stats;
+	sc->t_first = r->t_first;
+	sc->t_last = bpf_ktime_get_ns();
+	sc->step = cfg->progress_step;
+	sc->next_progress = sc->stats + sc->step;
+	sc->ctl_gen = ctl_gen;
+	len = take_name(s, name_off);
+	__builtin_memcpy(sc->name, s->name, NAME_LEN);
+	sc->name_len = len;
+	if (!dentry) {
+		__builtin_memcpy(sc->path, s->path, PATH_LEN);
+		sc->path[prefix_end & (PATH_LEN - 1)] = 0;
+		sc->path_len = prefix_end;
+		sc->flags |= SCAN_HAS_PATH | (abs ? SCAN_ABS_PATH : 0);
+		sc->rel_seed = p->rel_seed;
+	}
+	if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
+		count(DIRAHEAD_CNT_TABLE_FULL, 1);
+		return 0;
+	}
+	/* its run in another directory before this one is over */
+	slot = take_slot(p, tgid, tid, 0, SLOT_UNLISTED);
+	fill_slot(p, slot, tid, key.dev, key.ino, SLOT_UNLISTED | (dentry ? 0 : SLOT_PATH));
+	if (!dentry)
+		bpf_map_update_elem(&names, &nk, &nv, BPF_ANY);
+	sc = bpf_map_lookup_elem(&scans, &key);
+	if (!sc)
+		return 0;
+	count(DIRAHEAD_CNT_SCANS, 1);
+	emit(DIRAHEAD_EV_SCAN, DIRAHEAD_END_NONE, &key, sc, p, task);
+	return 0;
+}
+
+/* A big-endian load of 8 bytes: compared as numbers, words order as their bytes do. */
+static __always_inline __u64 be64(const char *p)
+{
+	__u64 w;
+
+	__builtin_memcpy(&w, p, 8);
+	return __builtin_bswap64(w);
+}
+
+/*
+ * The first 16 bytes of the name at s->path[off] (the path is n bytes long), zero-padded, as two
+ * words that compare as strcmp() would compare those bytes.
+ */
+static __always_inline void name_key(const struct scratch *s, int off, long n, __u64 *hi,
+				     __u64 *lo)
+{
+	long len = n - off;
+	int o = off & (PATH_LEN - 1);
+
+	*hi = be64(&s->path[o]);
+	*lo = be64(&s->path[o + 8]);
+	/* bytes past the name are left over from earlier strings */
+	if (len < 8) {
+		*hi &= len <= 0 ? 0 : ~0ULL << (8 * (8 - len));
+		*lo = 0;
+	} else if (len < 16) {
+		*lo &= ~0ULL << (8 * (16 - len));
+	}
+}
+
+/*
+ * Runs without a listing: a stat no live scan took.  One task-storage lookup; for a dirfd the
+ * directory is its dentry, and a run already reported or refused there returns before the name
+ * is read; otherwise the name is read and hashed once.
+ */
+static __always_inline void run_stat(int dfd, const char *upath,
+				     const struct dirahead_bpf_config *cfg,
+				     struct task_struct *task, struct scratch *s)
+{
+	struct dentry *d = NULL;
+	struct path_hash ph;
+	__u64 parent = 0, bit, hi, lo;
+	struct run *r;
 	long n;
 
-	if (ret != 0 || !live_procs)
+	r = bpf_task_storage_get(&runs, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!r)
+		return;
+	if (dfd != DA_AT_FDCWD) {
+		struct file *f = fd_file(task, dfd);
+
+		if (!f)
+			return;
+		d = BPF_CORE_READ(f, f_path.dentry);
+		parent = (__u64)d | RUN_FD;
+		if (parent == r->parent && r->done)
+			return;
+	}
+	n = bpf_probe_read_user_str(s->path, PATH_LEN, upath);
+	if (n <= 1 || n >= PATH_LEN)
+		return;		/* an fstat, or a path too long to be matched safely */
+	n--;
+	hash_path((const struct path_buf *)s->path, n,
+		  s->path[0] == '/' ? RUN_SEED_ABS : RUN_SEED_REL, &ph);
+	if (not_an_entry(s, n, &ph))
+		return;
+	if (dfd != DA_AT_FDCWD) {
+		if (ph.last_slash >= 0)
+			return;
+	} else if (ph.last_slash < 0) {
+		struct fs_struct *fs = task->fs;
+
+		if (!fs)
+			return;
+		d = BPF_CORE_READ(fs, pwd.dentry);
+		parent = (__u64)d | RUN_CWD;
+	} else {
+		parent = ph.prefix & ~3ULL;
+	}
+	name_key(s, ph.last_slash + 1, n, &hi, &lo);
+	if (parent != r->parent) {
+		r->parent = parent;
+		r->bloom = 0;
+		r->count = 0;
+		r->done = 0;
+		r->t_first = bpf_ktime_get_ns();
+		r->sorted = 1;
+	} else if (r->done) {
+		return;
+	} else if (!(r->bloom & (1ULL << (ph.name & 63))) &&
+		   (hi < r->key_hi || (hi == r->key_hi && lo <= r->key_lo))) {
+		r->sorted = 0;	/* (equal keys: names alike in 16 bytes, order unknown) */
+	}
+	bit = 1ULL << (ph.name & 63);
+	if (r->bloom & bit)
+		return;
+	r->bloom |= bit;
+	r->key_hi = hi;
+	r->key_lo = lo;
+	if (++r->count < cfg->unlisted_stats)
+		return;
+	r->done = 1;
+	/* the directory it listed: not a run without a listing (see struct run) */
+	if (d ? (__u64)d == r->listed : parent == r->listed_name)
+		return;
+	promote(dfd, (__u64)d, n, d ? 0 : ph.last_slash + 1, d ? 0 : ph.prefix_end);
+}
+
+static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	const struct dirahead_bpf_config *cfg;
+	struct task_struct *task;
+	const char *upath;
+	struct scratch *s;
+	struct proc *p = NULL;
+	int dfd;
+
+	if (ret != 0)
 		return 0;
-	p = bpf_map_lookup_elem(&procs, &tgid);
-	if (!p || !p->nactive)
-		return 0;	/* not listing anything (or muted): the common case */
+	if (live_procs) {
+		p = bpf_map_lookup_elem(&procs, &tgid);
+		if (p && !p->nlive)
+			p = NULL;	/* its scans are forgotten or muted */
+	}
 	cfg = active_config(tgid);
-	if (!cfg)
-		return 0;
+	if (!cfg || (!p && !cfg->unlisted_stats))
+		return 0;	/* not listing anything, runs off: the common case */
 	if (nr == DA_NR_STAT || nr == DA_NR_LSTAT) {
 		dfd = DA_AT_FDCWD;
 		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
@@ -1119,51 +1642,16 @@ static __always_inline int on_stat(struct pt_regs *regs, long ret, long nr)
 	s = get_scratch();
 	if (!s)
 		return 0;
-	n = bpf_probe_read_user_str(s->path, PATH_LEN, upath);
-	if (n <= 1)
-		return 0;	/* "" with AT_EMPTY_PATH: an fstat, not an entry */
-	n--;
-	abs = s->path[0] == '/';
-	hash_path((const struct path_buf *)s->path, n, abs ? p->seed : p->rel_seed, &ph);
-	slash = ph.last_slash;
-	if (slash == n - 1)
-		return 0;	/* "dir/": the directory itself */
-	key.tgid = tgid;
-	if (slash < 0) {
-		/* "." and ".." are the directory and its parent, not entries */
-		if (s->path[0] == '.' && (n == 1 || (n == 2 && s->path[1] == '.')))
-			return 0;
-		if (dfd == DA_AT_FDCWD) {
-			key.dev = p->cwd_dev;
-			key.ino = p->cwd_ino;
-		} else if (!fd_id(task, dfd, &key.dev, &key.ino)) {
-			return 0;
-		}
-	} else {
-		struct name_key nk = { .tgid = tgid, .hash = ph.prefix };
-		struct name_val *nv;
-
-		if (!abs && dfd != DA_AT_FDCWD)
-			return 0;	/* "sub/name" below some other fd: not a form tools use */
-		nv = bpf_map_lookup_elem(&names, &nk);
-		if (!nv)
-			return 0;
-		key.dev = nv->dev;
-		key.ino = nv->ino;
-		upath += slash + 1;
-	}
-	sc = bpf_map_lookup_elem(&scans, &key);
-	if (!sc)
+	if (p && tracked_stat(p, tgid, dfd, upath, nr, cfg, task, s) == MATCH_DONE)
 		return 0;
-	scan_stat(&key, sc, p, upath, slash < 0 ? dfd : DA_AT_FDCWD, cfg, task,
-		  app_stat_latency(task, nr, cfg));
+	if (cfg->unlisted_stats)
+		run_stat(dfd, upath, cfg, task, s);
 	return 0;
 }
 
 /*
- * A stat begins: remember when, for the latency histogram, but only in a process that has
- * listed a directory (it has state); every other process pays the switch and, for a stat, one
- * hash lookup.
+ * A stat begins: remember when, for the latency histogram, but only in a process with live
+ * scans; every other process pays the switch and, while some process is tracked, one lookup.
  */
 static __always_inline int on_stat_enter(long nr)
 {
@@ -1175,7 +1663,7 @@ static __always_inline int on_stat_enter(long nr)
 	if (!live_procs)
 		return 0;
 	p = bpf_map_lookup_elem(&procs, &tgid);
-	if (!p || !p->nactive)
+	if (!p || !p->nlive)
 		return 0;
 	cfg = active_config(tgid);
 	if (!cfg)
@@ -1231,17 +1719,31 @@ int BPF_PROG(dirahead_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(dirahead_exit, struct task_struct *task)
 {
-	/* Threads exit one by one; the state is the process's, so wait for the last one. */
-	if (task->signal->live.counter != 0)
+	__u32 tid = task->pid, tgid = task->tgid;
+	struct proc *p;
+
+	bpf_map_delete_elem(&lastopen, &tid);
+	if (task->signal->live.counter != 0) {
+		/* one thread of several: what it listed is over, the process's state stays */
+		if (live_procs) {
+			p = bpf_map_lookup_elem(&procs, &tgid);
+			if (p)
+				end_thread(p, tgid, tid);
+		}
 		return 0;
-	walker_end(task->tgid, DIRAHEAD_END_EXIT);
-	end_all(task->tgid, DIRAHEAD_END_EXIT);
+	}
+	walker_end(tgid, DIRAHEAD_END_EXIT);
+	end_all(tgid, DIRAHEAD_END_EXIT);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(dirahead_exec, struct task_struct *task)
 {
+	__u32 tid = task->pid;
+
+	bpf_map_delete_elem(&lastopen, &tid);
+	bpf_task_storage_delete(&runs, task);	/* a run of the old program is not the new one's */
 	walker_end(task->tgid, DIRAHEAD_END_EXEC);
 	end_all(task->tgid, DIRAHEAD_END_EXEC);
 	return 0;

@@ -29,6 +29,7 @@ enum dirahead_end_reason {
 	DIRAHEAD_END_NEXT = 2,    /* the process started listing another directory and left this one */
 	DIRAHEAD_END_EVICTED = 3, /* the state was dropped: too many directories open at once */
 	DIRAHEAD_END_EXEC = 4,    /* the process called execve: a new program, the scan is over */
+	DIRAHEAD_END_THREAD = 5,  /* the thread that listed it exited; its process lives on */
 };
 
 /* How the process names the directory; the daemon tries them in this order and verifies dev+ino. */
@@ -82,7 +83,20 @@ struct dirahead_event {
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
+	__u32 flags;       /* DIRAHEAD_EVF_* */
+	__u32 pad;
 };
+
+/*
+ * The program never listed the directory: it stat'ed `unlisted_stats` distinct names of it in a
+ * row (a file list, a version-control index).  Reported by fd (a dirfd) or cwd, with dev and
+ * ino; or, for names stat'ed by path ("dir/name", "/abs/dir/name"), by `path` alone: dev_major,
+ * dev_minor, ino, magic, mnt_id, dir_size and parent_ino are then 0 and the daemon finds the
+ * directory by resolving the path as the process would.
+ */
+#define DIRAHEAD_EVF_UNLISTED 1u
+/* With UNLISTED: the names of the run came in ascending byte order (a sorted list). */
+#define DIRAHEAD_EVF_SORTED 2u
 
 /* Settings the daemon writes into the single-entry array map `cfg`; changeable while attached. */
 struct dirahead_bpf_config {
@@ -94,6 +108,9 @@ struct dirahead_bpf_config {
 	__u32 flags;         /* DIRAHEAD_CFG_* */
 	__u32 timing_epoch;  /* set by the loader, bumped whenever the sys_enter program is detached:
 			      * a stat start time noted in an earlier epoch is stale */
+	__u32 unlisted_stats;/* distinct names of a directory the process did not list, stat'ed in a
+			      * row, before it counts as a scan (DIRAHEAD_EVF_UNLISTED); 0: never */
+	__u32 pad;
 };
 
 /*
@@ -110,6 +127,7 @@ enum dirahead_counter {
 	DIRAHEAD_CNT_STATS_MATCHED,    /* stats matched to a tracked directory */
 	DIRAHEAD_CNT_EVENTS,           /* events sent */
 	DIRAHEAD_CNT_EVENTS_LOST,      /* events dropped: ring buffer full */
+	DIRAHEAD_CNT_TABLE_FULL,       /* listings not tracked: the process or scan table was full */
 	DIRAHEAD_CNT_MAX,
 };
 
@@ -143,21 +161,36 @@ struct dirahead_scan_key {
 };
 
 /*
- * `scan_ctl` value, written by user space only (a separate map, so user-space writes never race
- * with the BPF side's in-place updates of the scan state).  BPF applies it when `seq` changes.
+ * `scan_ctl` (key: the scan's scan_id, so that a control written late, after the scan ended,
+ * never applies to a new scan of the same directory) value, written by user space only (a
+ * separate map, so user-space writes never race with the BPF side's in-place updates of the scan
+ * state).  BPF applies it when `seq` changes; user space bumps the global `ctl_gen` after each
+ * write, so that BPF looks the map up only when something changed.
  */
 #define DIRAHEAD_CTL_FORGET 1u   /* ignore this scan from now on: no more events */
 /*
- * With FORGET: prefetch does not pay here.  BPF drops the scan and, for mute_ms, tracks no new
- * listing of this process on the same filesystem, so the rest of its walk costs what an
- * untracked process costs (one map lookup per stat).
+ * With FORGET: prefetch does not pay here.  BPF drops the scan; user space also writes `mutes`.
  */
 #define DIRAHEAD_CTL_MUTE 2u
 struct dirahead_scan_ctl {
 	__u32 seq;
 	__u32 step;
 	__u32 flags;
-	__u32 mute_ms;
+	__u32 pad;
+};
+
+/*
+ * `mutes` (key: tgid), written by user space: until `until_ns` (bpf_ktime_get_ns(), that is
+ * CLOCK_MONOTONIC), no new listing of the process on `dev` is tracked, nor any run of its stats
+ * without a listing there; until `paths_until_ns`, none of its runs of stats by path (their
+ * filesystem is not known in BPF).  So the rest of its walk costs what an untracked process
+ * costs.
+ */
+struct dirahead_mute {
+	__u32 dev;         /* DIRAHEAD_KDEV() */
+	__u32 pad;
+	__u64 until_ns;
+	__u64 paths_until_ns;
 };
 
 /*

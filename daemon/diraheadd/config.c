@@ -23,6 +23,7 @@ void da_config_defaults(struct da_config *c)
 	*c = (struct da_config){
 		.enabled = true,
 		.confirm_stats = 2,
+		.unlisted_stats = 8,
 		.window_start = 8,     /* Lustre statahead_min */
 		.window_max = 1024,    /* above Lustre's 128: one stat is one round trip here, no batching */
 		.max_scans = 16,       /* Lustre statahead_running_max */
@@ -271,6 +272,14 @@ static int handler(void *user, const char *section, const char *name, const char
 			return set_str(&c->proc_path, value);
 		}
 	} else if (!strcmp(section, "detect")) {
+		if (!strcmp(name, "unlisted_stats")) {
+			/* BPF counts distinct names by bits of a 64-bit set: a few dozen at most */
+			if (!parse_uint(value, 0, 32, &u) || u == 1)
+				return ERR("[detect] unlisted_stats: '%s' is not 0 (off) or a whole "
+					   "number from 2 to 32", value);
+			c->unlisted_stats = (unsigned)u;
+			return 1;
+		}
 		if (!strcmp(name, "min_dir_size")) {
 			if (!parse_uint(value, 0, 1ull << 40, &u))
 				return ERR("[detect] min_dir_size: '%s' is not a size in bytes", value);

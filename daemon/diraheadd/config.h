@@ -23,6 +23,8 @@ struct da_config {
 	bool enabled;
 	bool dry_run;               /* detect and log scans, never prefetch */
 	unsigned confirm_stats;     /* stats of a directory's entries before a scan counts */
+	unsigned unlisted_stats;    /* distinct names of an unlisted directory stat'ed in a row
+				     * before that counts as a scan; 0: never */
 	unsigned window_start;      /* entries prefetched ahead of the application at first */
 	unsigned window_max;        /* the window doubles on hits up to this */
 	unsigned max_scans;         /* concurrent scans, all processes together */

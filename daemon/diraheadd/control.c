@@ -85,6 +85,7 @@ static json_object *jstats(struct daemon *d)
 	detector_counters(d->det, &dc);
 	json_object_object_add(o, "listings", json_object_new_uint64(dc.v[DIRAHEAD_CNT_LISTINGS]));
 	json_object_object_add(o, "scans_confirmed", json_object_new_uint64(s->scans_confirmed));
+	json_object_object_add(o, "scans_unlisted", json_object_new_uint64(s->scans_unlisted));
 	json_object_object_add(o, "scans_started", json_object_new_uint64(s->scans_started));
 	for (int i = 0; i < DA_END_MAX; i++)
 		json_object_object_add(ended, da_end_reason_names[i], json_object_new_uint64(s->scans_ended[i]));
@@ -102,6 +103,7 @@ static json_object *jstats(struct daemon *d)
 	json_object_object_add(o, "stats_matched", json_object_new_uint64(dc.v[DIRAHEAD_CNT_STATS_MATCHED]));
 	json_object_object_add(o, "bpf_events", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS]));
 	json_object_object_add(o, "bpf_events_lost", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS_LOST]));
+	json_object_object_add(o, "bpf_table_full", json_object_new_uint64(dc.v[DIRAHEAD_CNT_TABLE_FULL]));
 	json_object_object_add(o, "progress_events", json_object_new_uint64(s->progress_events));
 	json_object_object_add(o, "reloads_ok", json_object_new_uint64(s->reloads_ok));
 	json_object_object_add(o, "reloads_failed", json_object_new_uint64(s->reloads_failed));

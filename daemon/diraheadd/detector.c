@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -30,6 +31,13 @@ struct detector {
 };
 
 static bool libbpf_verbose;
+static uint32_t table_procs, table_scans;	/* 0: the sizes bpf/detector.bpf.c declares */
+
+void detector_set_table_sizes(uint32_t procs, uint32_t scans)
+{
+	table_procs = procs;
+	table_scans = scans;
+}
 
 /* libbpf's messages are for debugging the loader: only with verbose, and never debug noise. */
 static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -59,6 +67,7 @@ void detector_default_config(struct dirahead_bpf_config *cfg)
 	cfg->self_tgid = (uint32_t)getpid();
 	cfg->confirm_stats = DETECTOR_DEFAULT_CONFIRM_STATS;
 	cfg->progress_step = DETECTOR_DEFAULT_PROGRESS_STEP;
+	cfg->unlisted_stats = 0;
 }
 
 /* Kernel features checked before loading, so failures name what is missing. */
@@ -158,6 +167,10 @@ struct detector *detector_open(const struct dirahead_bpf_config *cfg, detector_e
 		set_err(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		goto fail;
 	}
+	if (table_procs)
+		bpf_map__set_max_entries(d->skel->maps.procs, table_procs);
+	if (table_scans)
+		bpf_map__set_max_entries(d->skel->maps.scans, table_scans);
 	rc = detector_bpf__load(d->skel);
 	if (rc) {
 		explain_load_error(rc, err, errlen);
@@ -212,53 +225,78 @@ int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg
 	return write_config(d);
 }
 
-static void scan_key(struct dirahead_scan_key *k, uint32_t tgid, uint32_t dev_major,
-		     uint32_t dev_minor, uint64_t ino)
+static int write_ctl(struct detector *d, uint64_t scan_id, uint32_t step, uint32_t flags)
 {
-	memset(k, 0, sizeof(*k));
-	k->tgid = tgid;
-	k->dev = DIRAHEAD_KDEV(dev_major, dev_minor);
-	k->ino = ino;
-}
-
-static int write_ctl(struct detector *d, const struct dirahead_scan_key *k, uint32_t step,
-		     uint32_t flags, uint32_t mute_ms)
-{
-	struct dirahead_scan_ctl ctl = { .step = step, .flags = flags, .mute_ms = mute_ms };
+	struct dirahead_scan_ctl ctl = { .step = step, .flags = flags };
 
 	if (++d->ctl_seq == 0)
 		d->ctl_seq = 1;
 	ctl.seq = d->ctl_seq;
-	if (bpf_map__update_elem(d->skel->maps.scan_ctl, k, sizeof(*k), &ctl, sizeof(ctl), 0))
+	if (bpf_map__update_elem(d->skel->maps.scan_ctl, &scan_id, sizeof(scan_id), &ctl,
+				 sizeof(ctl), 0))
 		return -errno;
+	/* after the write: BPF looks scan_ctl up again only when this moved */
+	__atomic_store_n(&d->skel->bss->ctl_gen, d->skel->bss->ctl_gen + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
-int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
-		       uint64_t ino, uint32_t progress_step)
+int detector_scan_step(struct detector *d, uint64_t scan_id, uint32_t progress_step)
 {
-	struct dirahead_scan_key k;
-
-	scan_key(&k, tgid, dev_major, dev_minor, ino);
-	return write_ctl(d, &k, progress_step, 0, 0);
+	return write_ctl(d, scan_id, progress_step, 0);
 }
 
-int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
-			 uint64_t ino)
+int detector_scan_forget(struct detector *d, uint64_t scan_id)
 {
-	struct dirahead_scan_key k;
-
-	scan_key(&k, tgid, dev_major, dev_minor, ino);
-	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET, 0);
+	return write_ctl(d, scan_id, 0, DIRAHEAD_CTL_FORGET);
 }
 
-int detector_scan_mute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
-		       uint64_t ino, uint32_t mute_ms)
+int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint32_t dev_major,
+		       uint32_t dev_minor, uint32_t mute_ms)
 {
-	struct dirahead_scan_key k;
+	struct dirahead_mute m = { 0 };
+	uint32_t dev = DIRAHEAD_KDEV(dev_major, dev_minor);
+	struct timespec ts;
+	uint64_t until;
 
-	scan_key(&k, tgid, dev_major, dev_minor, ino);
-	return write_ctl(d, &k, 0, DIRAHEAD_CTL_FORGET | DIRAHEAD_CTL_MUTE, mute_ms);
+	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	until = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+		(uint64_t)mute_ms * 1000000ull;
+	/* one entry per process: a mute of runs by path keeps the one of a filesystem, and back */
+	if (bpf_map__lookup_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m, sizeof(m), 0))
+		memset(&m, 0, sizeof(m));
+	if (dev) {
+		m.dev = dev;
+		m.until_ns = until;
+	} else {
+		m.paths_until_ns = until;
+	}
+	if (mute_ms && bpf_map__update_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m,
+					    sizeof(m), 0))
+		return -errno;
+	return write_ctl(d, scan_id, 0, DIRAHEAD_CTL_FORGET | DIRAHEAD_CTL_MUTE);
+}
+
+int detector_scan_alive(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+			uint64_t ino, uint64_t scan_id)
+{
+	struct dirahead_scan_key k = { .tgid = tgid, .dev = DIRAHEAD_KDEV(dev_major, dev_minor),
+				       .ino = ino };
+	uint32_t vsize = bpf_map__value_size(d->skel->maps.scans);
+	uint64_t id;
+	void *v = malloc(vsize);
+	int r;
+
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map__lookup_elem(d->skel->maps.scans, &k, sizeof(k), v, vsize, 0) == 0) {
+		memcpy(&id, v, sizeof(id));	/* the BPF scan begins with its scan_id */
+		r = id == scan_id;
+	} else {
+		r = errno == ENOENT ? 0 : -errno;
+	}
+	free(v);
+	return r;
 }
 
 int detector_walker_set(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor)

@@ -39,7 +39,7 @@ struct detector_prog_stat {
 #define DETECTOR_DEFAULT_CONFIRM_STATS 3
 #define DETECTOR_DEFAULT_PROGRESS_STEP 64
 
-/* enabled, self_tgid = getpid(), the defaults above, min_dir_size 0. */
+/* enabled, self_tgid = getpid(), the defaults above, min_dir_size 0, no unlisted runs. */
 void detector_default_config(struct dirahead_bpf_config *cfg);
 
 /*
@@ -55,16 +55,26 @@ int detector_fd(const struct detector *d);
 int detector_consume(struct detector *d);
 /* Replace the settings in the config map (live: programs stay attached). */
 int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg);
-/* Per-scan control: progress events every `progress_step` stats from now (0 = no more events). */
-int detector_scan_step(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
-		       uint64_t ino, uint32_t progress_step);
+/*
+ * Per-scan control, by the scan's BPF scan_id: a control written after that scan ended never
+ * applies to a later scan of the same directory.  Progress events every `progress_step` stats
+ * from now (0 = no more events).
+ */
+int detector_scan_step(struct detector *d, uint64_t scan_id, uint32_t progress_step);
 /* Forget a scan (the daemon stopped it); the process's later stats of it are ignored. */
-int detector_scan_forget(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
-			 uint64_t ino);
-/* Forget it and, for mute_ms, track no new listing of that process on that filesystem: prefetch
+int detector_scan_forget(struct detector *d, uint64_t scan_id);
+/* Forget it and, for mute_ms, track no new listing of that process on that filesystem (the
+ * device as the events name it; 0:0 for a run by path), nor its runs of stats by path: prefetch
  * does not pay there, and the rest of its walk then costs one map lookup per stat. */
-int detector_scan_mute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
-		       uint64_t ino, uint32_t mute_ms);
+int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint32_t dev_major,
+		       uint32_t dev_minor, uint32_t mute_ms);
+/* 1 if BPF still tracks scan `scan_id` of that process and directory (as its events name
+ * them), 0 if its state is gone (its END may have been lost), -errno. */
+int detector_scan_alive(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+			uint64_t ino, uint64_t scan_id);
+/* Before detector_open(): size the process and scan tables (0 keeps the built-in size); tests
+ * fill them. */
+void detector_set_table_sizes(uint32_t procs, uint32_t scans);
 /* The daemon walks a tree ahead of this process on that filesystem: report its listings there
  * as DIRAHEAD_EV_LISTING and track them no more (struct dirahead_walker); clear undoes it. */
 int detector_walker_set(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor);

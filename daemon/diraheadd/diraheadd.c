@@ -53,6 +53,9 @@ static void bpf_config(const struct da_config *c, struct dirahead_bpf_config *b)
 		.confirm_stats = c->confirm_stats,
 		.progress_step = c->window_start / 4 < 2 ? 2 : c->window_start / 4,
 		.min_dir_size = c->min_dir_size,
+		.unlisted_stats = c->unlisted_stats,
+		/* END and walker events wait for the scan manager's poll (SCAN_POLL_USEC) */
+		.flags = DIRAHEAD_CFG_LAZY_WAKEUP,
 	};
 }
 

@@ -111,6 +111,9 @@ char *metrics_text(struct daemon *d)
 	    dc.v[DIRAHEAD_CNT_LISTINGS]);
 	one(f, "dirahead_scans_confirmed_total", "counter",
 	    "Scans confirmed: a listing followed by stats of the directory's entries.", s->scans_confirmed);
+	one(f, "dirahead_scans_unlisted_total", "counter",
+	    "Scans confirmed without a listing: stats of many names of one directory in a row.",
+	    s->scans_unlisted);
 	head(f, "dirahead_scans_ended_total", "counter", "Scans ended, by reason (completed or why aborted).");
 	for (int i = 0; i < DA_END_MAX; i++)
 		fprintf(f, "dirahead_scans_ended_total{reason=\"%s\"} %llu\n", da_end_reason_names[i],
@@ -129,6 +132,9 @@ char *metrics_text(struct daemon *d)
 			(unsigned long long)s->errors[i]);
 	one(f, "dirahead_bpf_events_lost_total", "counter", "BPF events dropped because the ring buffer was full.",
 	    dc.v[DIRAHEAD_CNT_EVENTS_LOST]);
+	one(f, "dirahead_bpf_table_full_total", "counter",
+	    "Listings the BPF detector did not track because its process or scan table was full.",
+	    dc.v[DIRAHEAD_CNT_TABLE_FULL]);
 	head(f, "dirahead_config_reloads_total", "counter", "Configuration reloads, by result.");
 	fprintf(f, "dirahead_config_reloads_total{result=\"success\"} %llu\n", (unsigned long long)s->reloads_ok);
 	fprintf(f, "dirahead_config_reloads_total{result=\"failure\"} %llu\n", (unsigned long long)s->reloads_failed);

@@ -115,7 +115,7 @@ static int verify(int fd, const struct dirahead_event *ev)
 /* Resolve `path` as the process would: relative to its cwd, or absolute within its root.  Path
  * resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses magic links, so a
  * crafted path cannot make the daemon open something outside what the process itself sees. */
-static int open_path(uint32_t pid, const char *path)
+static int open_path(int task, const char *path)
 {
 	const char *base = "cwd";
 	int bfd, fd;
@@ -129,7 +129,7 @@ static int open_path(uint32_t pid, const char *path)
 		if (!*path)
 			path = ".";
 	}
-	bfd = procdir_open_pid(pid, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bfd = openat(task, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
 		return -1;
 	fd = sys_openat2(bfd, path, &how);
@@ -139,21 +139,47 @@ static int open_path(uint32_t pid, const char *path)
 	return fd;
 }
 
+/*
+ * The /proc directory of the thread that made the event's call: a thread may have a cwd
+ * (unshare(CLONE_FS)) and an fd table (CLONE_FILES off) of its own, and /proc/PID shows the
+ * main thread's.  The process's when that thread is gone.  -errno if neither is there.
+ */
+static int open_task(const struct dirahead_event *ev)
+{
+	char p[64];
+	int fd = -1;
+
+	if (ev->tid && ev->tid != ev->tgid) {
+		snprintf(p, sizeof(p), "%s%u/task/%u", proc_fd == AT_FDCWD ? "/proc/" : "", ev->tgid,
+			 ev->tid);
+		fd = openat(proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		snprintf(p, sizeof(p), "%s%u", proc_fd == AT_FDCWD ? "/proc/" : "", ev->tgid);
+		fd = openat(proc_fd, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
 int procdir_open(const struct dirahead_event *ev)
 {
 	char p[32];
-	int r = -ENOENT, fd;
+	int r = -ENOENT, fd, task = open_task(ev);
 
+	if (task < 0)
+		return task == -ENOTDIR ? -ENOENT : task;
 	if (ev->ref & DIRAHEAD_REF_FD) {
 		snprintf(p, sizeof(p), "fd/%d", ev->fd);
-		r = verify(procdir_open_pid(ev->tgid, p, DIR_FLAGS), ev);
+		r = verify(openat(task, p, DIR_FLAGS), ev);
 		if (r >= 0)
-			return r;
+			goto out;
 	}
 	if (ev->ref & DIRAHEAD_REF_CWD) {
-		fd = verify(procdir_open_pid(ev->tgid, "cwd", DIR_FLAGS), ev);
-		if (fd >= 0)
-			return fd;
+		fd = verify(openat(task, "cwd", DIR_FLAGS), ev);
+		if (fd >= 0) {
+			r = fd;
+			goto out;
+		}
 		if (r == -ENOENT)
 			r = fd;
 	}
@@ -161,11 +187,49 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = verify(open_path(ev->tgid, path), ev);
-		if (fd >= 0)
-			return fd;
+		fd = verify(open_path(task, path), ev);
+		if (fd >= 0) {
+			r = fd;
+			goto out;
+		}
 		if (r == -ENOENT)
 			r = fd;
 	}
-	return r == -ENOTDIR ? -ENOENT : r;
+	r = r == -ENOTDIR ? -ENOENT : r;
+out:
+	close(task);
+	return r;
+}
+
+int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
+{
+	char path[DIRAHEAD_PATH_LEN];
+	struct statx stx;
+	struct statfs sf;
+	int task, fd;
+
+	if (!(ev->ref & DIRAHEAD_REF_PATH) || !ev->path[0])
+		return -ENOENT;
+	task = open_task(ev);
+	if (task < 0)
+		return task;
+	memcpy(path, ev->path, sizeof(path));
+	path[sizeof(path) - 1] = '\0';
+	fd = open_path(task, path);
+	int e = errno;
+	close(task);
+	if (fd < 0)
+		return e == ENOTDIR ? -ENOENT : -e;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_SIZE | STATX_MNT_ID |
+		  STATX_MNT_ID_UNIQUE, &stx) < 0 || fstatfs(fd, &sf) < 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	*id = (struct procdir_id){
+		.dev_major = stx.stx_dev_major, .dev_minor = stx.stx_dev_minor, .ino = stx.stx_ino,
+		.size = stx.stx_size, .magic = (uint64_t)sf.f_type,
+		.mnt_id = stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE) ? stx.stx_mnt_id : 0,
+	};
+	return fd;
 }

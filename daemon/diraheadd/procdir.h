@@ -22,13 +22,27 @@ uint32_t procdir_self_tgid(void);
 int procdir_open_pid(uint32_t pid, const char *what, int flags);
 
 /*
- * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID, so
+ * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID (the
+ * /proc/PID/task/TID of the thread that made the call, while it lives), so
  * that processes in other mount namespaces and chroots resolve as they see it, and returns an
  * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if it is the directory BPF saw (procdir_same).
  * Returns -ENOENT when nothing opened (process gone, directory gone), -ESTALE when something
  * opened but was another directory, other -errno otherwise.
  */
 int procdir_open(const struct dirahead_event *ev);
+
+/* Where the event's path leads, as the process resolves it. */
+struct procdir_id {
+	uint32_t dev_major, dev_minor;
+	uint64_t ino, mnt_id, magic, size;
+};
+
+/*
+ * For a directory BPF knows by path only (a run of stats by path, DIRAHEAD_EVF_UNLISTED): opens
+ * ev->path as the thread would (in its root, from its cwd) and reports what it found there (an
+ * fd, or -errno; -ENOENT when the process or the directory is gone).
+ */
+int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id);
 
 /* 0 if NAME under DFD ("" for DFD itself; symlinks not followed) is a directory with inode INO
  * on the mount ev was listed through, -ESTALE if it is something else, -errno if it cannot be

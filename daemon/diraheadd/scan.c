@@ -36,6 +36,15 @@ struct scan {
 	uint64_t id;                /* BPF scan_id */
 	uint32_t tgid, dev_major, dev_minor;
 	uint64_t ino, magic, mnt_id;
+	uint32_t tid;               /* the thread whose stats confirmed it */
+	/* the directory as BPF names it (differs for a run of stats by path: 0:0 and a hash) */
+	uint32_t bdev_major, bdev_minor;
+	uint64_t bino;
+	bool unlisted;              /* DIRAHEAD_EVF_UNLISTED: the program never listed it */
+	unsigned gone_ticks;        /* timer ticks in a row BPF had no state for it */
+	bool bpf_gone;              /* BPF dropped it (END, or its state is gone): no controls */
+	int pre_fd;                 /* the directory, opened while resolving a run by path; -1 */
+	enum dirahead_order pre_order; /* learnt then */
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	enum dirahead_order order;
@@ -76,8 +85,10 @@ struct scan_mgr {
 	struct da_stats *st;
 	struct dirahead_engine *engine;
 	sd_event_source *engine_src, *opener_src, *timer_src;
+	sd_event_source *poll_src;  /* drains events BPF queued without waking us (lazy wakeup) */
 	int opener_pipe[2];
 	struct scan *scans;
+	struct pending *pending;
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
 	unsigned nscans;
 	struct policy *pol;
@@ -104,19 +115,33 @@ struct scan_mgr {
  * directory's depth_per_scan, so a hung filesystem gets no more than that. */
 #define SCAN_STALL_MS 250
 #define SCAN_READERS 16
+/* END and walker events are queued without waking the daemon (DIRAHEAD_CFG_LAZY_WAKEUP): taken
+ * this often while scans or walks run, and whenever the engine wakes it. */
+#define SCAN_POLL_USEC 5000
 
 struct open_job {
 	int pipe_fd;
 	bool learn;                 /* learn the program's order (order.h) */
+	bool resolve;               /* find which directory ev->path names (procdir_resolve) */
 	uint64_t scan_id;
 	struct dirahead_event ev;
 };
 
 struct open_result {
 	uint64_t scan_id;
-	int fd;                     /* >= 0, or -errno */
+	int fd;                     /* >= 0 (the receiver owns it), or -errno */
 	enum dirahead_order order;  /* learnt, when the job asked */
+	bool resolved;              /* a resolve job's: the identity below */
+	struct procdir_id id;
 };
+
+/* A run of stats by path whose directory is being resolved (start_resolving). */
+struct pending {
+	struct pending *next;
+	struct dirahead_event ev;   /* its SCAN event */
+	bool ended;                 /* its END came meanwhile */
+};
+#define PENDING_MAX 16
 
 static uint64_t now_ns(void)
 {
@@ -125,11 +150,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The process's scan of that directory that is not ending (one ending is gone for BPF: a new
+ * scan of the same directory is no duplicate of it). */
 static struct scan *find_scan(struct scan_mgr *m, uint32_t tgid, uint32_t maj, uint32_t min,
 			      uint64_t ino)
 {
 	for (struct scan *s = m->scans; s; s = s->next)
-		if (s->tgid == tgid && s->ino == ino && s->dev_major == maj && s->dev_minor == min)
+		if (s->tgid == tgid && s->ino == ino && s->dev_major == maj && s->dev_minor == min &&
+		    s->ending < 0)
 			return s;
 	return NULL;
 }
@@ -199,13 +227,24 @@ static bool cgroup_allowed(const struct scan_mgr *m, uint32_t pid)
 static void update_timer(struct scan_mgr *m)
 {
 	/* Armed only while scans or walks run: an idle daemon has no timers and no wakeups. */
-	sd_event_source_set_enabled(m->timer_src, m->nscans || walk_mgr_busy(m->walks)
-							  ? SD_EVENT_ON : SD_EVENT_OFF);
+	int on = m->nscans || m->pending || walk_mgr_busy(m->walks) ? SD_EVENT_ON : SD_EVENT_OFF;
+	sd_event_source_set_enabled(m->timer_src, on);
+	sd_event_source_set_enabled(m->poll_src, on);
+}
+
+/* A scan never linked in (admit_scan gave up on it). */
+static void discard(struct scan *s)
+{
+	if (s->pre_fd >= 0)
+		close(s->pre_fd);
+	free(s);
 }
 
 static void free_scan(struct scan *s)
 {
 	struct scan_mgr *m = s->mgr;
+	if (s->pre_fd >= 0)
+		close(s->pre_fd);
 	for (struct scan **pp = &m->scans; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
@@ -242,7 +281,8 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	if (s->ending >= 0)
 		return;
 	if (s->state == SCAN_PROBING) { /* never started: not a scan that ended */
-		detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
+		if (!s->bpf_gone)
+			detector_scan_forget(m->det, s->id);
 		m->st->skips[DA_SKIP_PROBE_ENDED]++;
 		free_scan(s);
 		return;
@@ -254,11 +294,11 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	m->st->entries_wasted += ok > used ? ok - used : 0;
 	if (why == DA_END_NO_GAIN) {
 		/* the rest of this walk on this filesystem is not worth watching either */
-		detector_scan_mute(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino,
+		detector_scan_mute(m->det, s->id, s->tgid, s->bdev_major, s->bdev_minor,
 				   policy_mute_ms(m->pol));
 		m->st->scans_muted++;
-	} else if (why != DA_END_EXITED && why != DA_END_EVICTED) {
-		detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
+	} else if (!s->bpf_gone) {
+		detector_scan_forget(m->det, s->id);
 	}
 	if (counts_active(s))
 		m->active--;
@@ -279,14 +319,19 @@ static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_sk
 		  da_skip_reason_names[why]);
 	if (why == DA_SKIP_FAST || why == DA_SKIP_FS_NO_GAIN) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
-		detector_scan_mute(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino,
-				   policy_mute_ms(m->pol));
+		/* a run by path is muted as runs by path (BPF does not know their filesystem) */
+		bool by_path = (ev->flags & DIRAHEAD_EVF_UNLISTED) &&
+			       !(ev->ref & (DIRAHEAD_REF_FD | DIRAHEAD_REF_CWD));
+		detector_scan_mute(m->det, ev->scan_id, ev->tgid, by_path ? 0 : ev->dev_major,
+				   by_path ? 0 : ev->dev_minor, policy_mute_ms(m->pol));
 		m->st->scans_muted++;
-		/* but if it walks, its listings may still be worth doing ahead of it */
-		walk_mgr_candidate(m->walks, ev);
+		/* but if it walks, its listings may still be worth doing ahead of it (a program that
+		 * never lists has no walk to follow) */
+		if (!(ev->flags & DIRAHEAD_EVF_UNLISTED))
+			walk_mgr_candidate(m->walks, ev);
 		update_timer(m);
 	} else if (why != DA_SKIP_DRY_RUN) {
-		detector_scan_forget(m->det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+		detector_scan_forget(m->det, ev->scan_id);
 	}
 }
 
@@ -316,16 +361,22 @@ static void drop_opening(struct scan *s, enum da_skip_reason why)
 	m->st->skips[why]++;
 	m->st->scans_started--;
 	m->active--;
-	detector_scan_forget(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino);
+	if (!s->bpf_gone)
+		detector_scan_forget(m->det, s->id);
 	free_scan(s);
 }
 
 static void *opener_main(void *arg)
 {
 	struct open_job *job = arg;
-	struct open_result r = { .scan_id = job->scan_id, .order = DIRAHEAD_ORDER_READDIR };
-	r.fd = procdir_open(&job->ev);
-	if (r.fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
+	struct open_result r = { .scan_id = job->scan_id, .order = DIRAHEAD_ORDER_READDIR,
+				 .resolved = job->resolve };
+	/* A run by path: which directory, opened for the prefetch at once (one open fewer: every
+	 * round trip here is stats the program makes without help). */
+	r.fd = job->resolve ? procdir_resolve(&job->ev, &r.id) : procdir_open(&job->ev);
+	if (r.fd >= 0 && job->learn && (job->ev.flags & DIRAHEAD_EVF_SORTED)) {
+		r.order = DIRAHEAD_ORDER_NAME; /* BPF saw its names come in order: no reading */
+	} else if (r.fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
 		char name[DIRAHEAD_NAME_LEN];
 		memcpy(name, job->ev.name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
@@ -336,6 +387,19 @@ static void *opener_main(void *arg)
 		close(r.fd);
 	free(job);
 	return NULL;
+}
+
+/* Runs opener_main(job) in a detached thread of its own; takes job on success. */
+static int spawn_opener(struct open_job *job)
+{
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	int r = pthread_create(&th, &attr, opener_main, job);
+	pthread_attr_destroy(&attr);
+	return r ? -r : 0;
 }
 
 static enum dirahead_order choose_order(const struct scan_mgr *m, const struct dirahead_event *ev)
@@ -360,22 +424,30 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		per_proc += o->tgid == s->tgid && counts_active(o);
 	if (m->active >= m->cfg.max_scans || per_proc >= m->cfg.max_scans_per_process)
 		return DA_SKIP_BUSY;
+	if (s->pre_fd >= 0) {
+		/* opened already (a run by path): its result goes the opener's way, at once */
+		struct open_result r = { .scan_id = s->id, .fd = s->pre_fd, .order = s->pre_order };
+		if (write(m->opener_pipe[1], &r, sizeof(r)) == sizeof(r)) {
+			s->pre_fd = -1;
+			goto started;
+		}
+	}
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return DA_SKIP_ENGINE;
 	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = s->id, .ev = *ev,
 				  .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	int r = pthread_create(&th, &attr, opener_main, job);
-	pthread_attr_destroy(&attr);
-	if (r) {
+	/* the directory as the daemon knows it: a run by path's events name it by a hash */
+	job->ev.dev_major = s->dev_major;
+	job->ev.dev_minor = s->dev_minor;
+	job->ev.ino = s->ino;
+	job->ev.mnt_id = s->mnt_id;
+	job->ev.magic = s->magic;
+	if (spawn_opener(job) < 0) {
 		free(job);
 		return DA_SKIP_ENGINE;
 	}
+started:
 	s->state = SCAN_OPENING;
 	s->app_pos = s->stats_seen = ev->stats;
 	s->start_ns = s->last_ns = now_ns();
@@ -397,7 +469,8 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	else
 		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", s->dev_major, s->dev_minor,
 			 (unsigned long long)ev->parent_ino);
-	if ((parent || sibling) && walk_mgr_start(m->walks, ev, NULL, top, false))
+	/* a program that does not list has no listings for a walk to follow */
+	if ((parent || sibling) && !s->unlisted && walk_mgr_start(m->walks, ev, NULL, top, false))
 		update_timer(m);
 	m->last_start.tgid = s->tgid;
 	m->last_start.dev_major = s->dev_major;
@@ -405,6 +478,17 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	m->last_start.ino = ev->ino;
 	m->last_start.parent_ino = ev->parent_ino;
 	return 0;
+}
+
+/* A run without a listing was confirmed by unlisted_stats names in a row already, which says
+ * more than a listing's few confirming stats: its window starts that much further. */
+static uint64_t first_window(const struct scan_mgr *m, const struct dirahead_event *ev)
+{
+	uint64_t w = m->cfg.window_start;
+	if ((ev->flags & DIRAHEAD_EVF_UNLISTED) && ev->stats > w)
+		w = ev->stats;
+	w = (ev->flags & DIRAHEAD_EVF_UNLISTED) ? 4 * w : w;
+	return w < m->cfg.window_max ? w : m->cfg.window_max;
 }
 
 static void want_timing(struct scan *s)
@@ -415,31 +499,108 @@ static void want_timing(struct scan *s)
 	s->timed_from_ns = now_ns(); /* the hook attaches synchronously */
 }
 
+/* Which directory a run of stats by path is in: resolved in an opener thread (the filesystem
+ * may hang), then admitted like a scan BPF saw the directory of.  0, or a skip reason. */
+static int start_resolving(struct scan_mgr *m, const struct dirahead_event *ev)
+{
+	unsigned n = 0;
+	for (struct pending *p = m->pending; p; p = p->next)
+		n++;
+	if (n >= PENDING_MAX)
+		return DA_SKIP_BUSY;
+	struct pending *p = calloc(1, sizeof(*p));
+	struct open_job *job = calloc(1, sizeof(*job));
+	if (!p || !job)
+		goto fail;
+	p->ev = *ev;
+	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = ev->scan_id, .ev = *ev,
+				  .resolve = true, .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
+	if (spawn_opener(job) < 0)
+		goto fail;
+	p->next = m->pending;
+	m->pending = p;
+	update_timer(m);
+	return 0;
+fail:
+	free(p);
+	free(job);
+	return DA_SKIP_ENGINE;
+}
+
+static void admit(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
+		  uint32_t bdev_minor, uint64_t bino, int pre_fd, enum dirahead_order pre_order);
+
 static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 {
 	m->st->scans_confirmed++;
+	if (ev->flags & DIRAHEAD_EVF_UNLISTED)
+		m->st->scans_unlisted++;
 	if (!m->cfg.enabled)
 		return;
+	/* the thread moved on to another directory: what its other scans see now is not their
+	 * stats' cost alone (see pays_off) */
 	for (struct scan *o = m->scans; o; o = o->next)
-		if (o->tgid == ev->tgid)
+		if (o->tgid == ev->tgid && o->tid == ev->tid)
 			o->interleaved = true;
 	char comm[DIRAHEAD_COMM_LEN + 1];
 	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
 	comm[DIRAHEAD_COMM_LEN] = '\0';
-
-	if (fsmagic_is_pseudo(ev->magic))
-		return skip(m, ev, DA_SKIP_PSEUDO_FS);
 	if (!allowed(&m->cfg.comm_include, &m->cfg.comm_exclude, comm, list_match))
 		return skip(m, ev, DA_SKIP_FILTERED);
 	if (!cgroup_allowed(m, ev->tgid))
 		return skip(m, ev, DA_SKIP_FILTERED);
+	if ((ev->flags & DIRAHEAD_EVF_UNLISTED) && !ev->dev_major && !ev->dev_minor) {
+		if (m->cfg.dry_run) {
+			log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, comm, ev->path);
+			return skip(m, ev, DA_SKIP_DRY_RUN);
+		}
+		int why = start_resolving(m, ev);
+		if (why)
+			skip(m, ev, (enum da_skip_reason)why);
+		return;
+	}
+	admit(m, ev, ev->dev_major, ev->dev_minor, ev->ino, -1, DIRAHEAD_ORDER_READDIR);
+}
+
+/* A confirmed scan whose directory is known: the filters, the limits and the start rule.
+ * pre_fd: the directory opened already (taken over, -1 if none), pre_order learnt with it. */
+static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
+		       uint32_t bdev_minor, uint64_t bino, int *pre_fd, enum dirahead_order pre_order);
+
+static void admit(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
+		  uint32_t bdev_minor, uint64_t bino, int pre_fd, enum dirahead_order pre_order)
+{
+	admit_scan(m, ev, bdev_major, bdev_minor, bino, &pre_fd, pre_order);
+	if (pre_fd >= 0)
+		close(pre_fd); /* not taken: skipped */
+}
+
+static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
+		       uint32_t bdev_minor, uint64_t bino, int *pre_fd, enum dirahead_order pre_order)
+{
+	char comm[DIRAHEAD_COMM_LEN + 1];
+	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
+	comm[DIRAHEAD_COMM_LEN] = '\0';
+	if (fsmagic_is_pseudo(ev->magic))
+		return skip(m, ev, DA_SKIP_PSEUDO_FS);
 	const char *fsname = fsmagic_name(ev->magic);
 	if (!allowed(&m->cfg.fs_include, &m->cfg.fs_exclude, fsname ? fsname : "unknown", list_match))
 		return skip(m, ev, DA_SKIP_FILTERED);
 	if (ev->dir_size < m->cfg.min_dir_size)
 		return skip(m, ev, DA_SKIP_SMALL);
-	if (find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino))
-		return skip(m, ev, DA_SKIP_DUPLICATE);
+	struct scan *dup = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+	if (dup && dup->bdev_major == bdev_major && dup->bdev_minor == bdev_minor &&
+	    dup->bino == bino) {
+		/* BPF keeps one scan per process and directory: it ended that one (its END was
+		 * lost, or is still queued behind this) */
+		dup->bpf_gone = true;
+		if (dup->state == SCAN_PROBING)
+			drop_probing(dup, NULL, DA_SKIP_PROBE_ENDED);
+		else
+			end_scan(dup, DA_END_COMPLETED);
+	} else if (dup) {
+		return skip(m, ev, DA_SKIP_DUPLICATE); /* listed, and stat'ed by path as well */
+	}
 	/* its stats are served by the walk: timing them would judge our own prefetch (a walk covers
 	 * one filesystem: the detector reports the walker's listings there only) */
 	if (walk_mgr_walking(m->walks, ev->tgid, ev->dev_major, ev->dev_minor))
@@ -476,9 +637,13 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		.owner = DA_OWNER_SCAN, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
 		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
 		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
-		.stats_seen = ev->stats, .app_pos = ev->stats, .window = m->cfg.window_start,
+		.tid = ev->tid, .bdev_major = bdev_major, .bdev_minor = bdev_minor, .bino = bino,
+		.unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
+		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
+		.stats_seen = ev->stats, .app_pos = ev->stats, .window = first_window(m, ev),
 		.start_ns = now_ns(), .at_scan = smp, .before = cost,
 	};
+	*pre_fd = -1; /* the scan's now */
 	s->last_ns = s->start_ns;
 	memcpy(s->comm, comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
@@ -494,16 +659,15 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		      cost.gap_ns < policy_threshold_ns(m->pol, scan_fs(s))))
 			want_timing(s);
 		/* hear from BPF again once probe_stats more stats were made */
-		if (detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino,
-				       policy_probe_stats(m->pol)) < 0) {
-			free(s);
+		if (detector_scan_step(m->det, s->id, policy_probe_stats(m->pol)) < 0) {
+			discard(s);
 			return skip(m, ev, DA_SKIP_ENGINE);
 		}
 		log_debug("scan probing: pid %u (%s) %s", s->tgid, s->comm, s->path);
 	} else {
 		int why = start_opening(s, ev);
 		if (why) {
-			free(s);
+			discard(s);
 			return skip(m, ev, (enum da_skip_reason)why);
 		}
 	}
@@ -567,6 +731,47 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 		drop_probing(s, ev, (enum da_skip_reason)why);
 }
 
+/* The directory of a run of stats by path is known (or could not be opened): admit it. */
+static void on_resolved(struct scan_mgr *m, const struct open_result *r)
+{
+	struct pending *p = NULL, **pp;
+	for (pp = &m->pending; *pp; pp = &(*pp)->next)
+		if ((*pp)->ev.scan_id == r->scan_id) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	if (!p) {
+		if (r->fd >= 0)
+			close(r->fd);
+		return;
+	}
+	struct dirahead_event ev = p->ev;
+	if (p->ended || r->fd < 0) {
+		if (r->fd >= 0)
+			close(r->fd);
+		log_debug("scan of %.256s by pid %u: %s", ev.path, ev.tgid,
+			  p->ended ? "done before its directory was found" : strerror(-r->fd));
+		if (p->ended)
+			m->st->skips[DA_SKIP_PROBE_ENDED]++;
+		else
+			skip(m, &ev, r->fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
+		free(p);
+		update_timer(m);
+		return;
+	}
+	uint64_t bino = ev.ino;
+	ev.dev_major = r->id.dev_major;
+	ev.dev_minor = r->id.dev_minor;
+	ev.ino = r->id.ino;
+	ev.mnt_id = r->id.mnt_id;
+	ev.magic = r->id.magic;
+	ev.dir_size = r->id.size;
+	free(p);
+	admit(m, &ev, 0, 0, bino, r->fd, r->order);
+	update_timer(m);
+}
+
 static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct scan_mgr *m = userdata;
@@ -574,6 +779,10 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 	(void)src;
 	(void)revents;
 	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
+		if (r.resolved) {
+			on_resolved(m, &r);
+			continue;
+		}
 		struct scan *s = find_scan_id(m, r.scan_id);
 		if (!s || s->state != SCAN_OPENING) {
 			if (r.fd >= 0)
@@ -624,7 +833,7 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 			continue;
 		}
 		s->state = SCAN_PREFETCHING;
-		detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino, progress_step(s));
+		detector_scan_step(m->det, s->id, progress_step(s));
 	}
 	return 0;
 }
@@ -665,7 +874,7 @@ static bool control(struct scan *s, const struct pol_sample *now, bool final)
 			return true; /* still in what was fetched */
 		s->control = CTL_MEASURE;
 		s->ctl_from = *now;
-		detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino, CONTROL_STATS);
+		detector_scan_step(m->det, s->id, CONTROL_STATS);
 		return true;
 	}
 	if (now->stats < s->ctl_from.stats + CONTROL_STATS)
@@ -674,7 +883,7 @@ static bool control(struct scan *s, const struct pol_sample *now, bool final)
 	pol_cost_between(&s->ctl_from, now, &before);
 	s->control = CTL_DONE;
 	s->consecutive_misses = 0;
-	detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino, progress_step(s));
+	detector_scan_step(m->det, s->id, progress_step(s));
 	bool ok = policy_judge(m->pol, scan_fs(s), &before, &s->ctl_after, s->ctl_late, now_ns());
 	log_judgment(s, &before, &s->ctl_after, ok, "without prefetch (control)");
 	s->before = before;
@@ -765,7 +974,8 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 
 static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, bool final)
 {
-	struct scan *s = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+	/* by scan id: an event of an earlier scan of the same directory is not this one's */
+	struct scan *s = find_scan_id(m, ev->scan_id);
 	if (!s || s->ending >= 0)
 		return;
 	m->st->progress_events += !final;
@@ -848,20 +1058,25 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		dirahead_dir_set_limit(s->dir, limit);
 	}
 	if (progress_step(s) != old_step)
-		detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino, progress_step(s));
+		detector_scan_step(m->det, s->id, progress_step(s));
 }
 
 static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 {
-	struct scan *s = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+	for (struct pending *p = m->pending; p; p = p->next)
+		if (p->ev.scan_id == ev->scan_id)
+			p->ended = true;
+	struct scan *s = find_scan_id(m, ev->scan_id);
 	if (!s || s->ending >= 0)
 		return;
+	s->bpf_gone = true; /* BPF has forgotten it already */
 	if (s->state == SCAN_PROBING)
-		return drop_probing(s, NULL, DA_SKIP_PROBE_ENDED); /* BPF has forgotten it already */
+		return drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
 	on_progress(m, ev, true);
 	enum da_end_reason why;
-	if (s->state == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT)
-		why = DA_END_COMPLETED; /* the application is done with the directory */
+	if (s->state == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT ||
+	    ev->end_reason == DIRAHEAD_END_THREAD)
+		why = DA_END_COMPLETED; /* the application (its thread) is done with the directory */
 	else if (ev->end_reason == DIRAHEAD_END_EVICTED)
 		why = DA_END_EVICTED;
 	else
@@ -889,7 +1104,7 @@ int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr)
 		/* a walker's listing, as a SCAN event of it would be: its walk happens between the
 		 * stats of the scans above (see pays_off) */
 		for (struct scan *o = m->scans; o; o = o->next)
-			if (o->tgid == ev->tgid)
+			if (o->tgid == ev->tgid && o->tid == ev->tid)
 				o->interleaved = true;
 		walk_mgr_on_listing(m->walks, ev);
 		break;
@@ -997,18 +1212,59 @@ static int on_engine(sd_event_source *src, int fd, uint32_t revents, void *userd
 	int r = dirahead_engine_process(m->engine);
 	if (r < 0)
 		log_warn("prefetch engine: %s", strerror(-r));
+	detector_consume(m->det); /* awake anyway: take what BPF queued without a wakeup */
 	return 0;
+}
+
+static int on_poll(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct scan_mgr *m = userdata;
+	detector_consume(m->det);
+	sd_event_source_set_time(src, usec + SCAN_POLL_USEC);
+	return 0;
+}
+
+/*
+ * Did BPF drop the scan without telling us (its END lost to a full ring buffer)?  Asked after
+ * draining the ring, and believed on the second tick in a row only: an END submitted between the
+ * drain and the lookup is read by then.
+ */
+static bool bpf_lost(struct scan *s)
+{
+	if (s->bpf_gone)
+		return false;
+	int r = detector_scan_alive(s->mgr->det, s->tgid, s->bdev_major, s->bdev_minor, s->bino,
+				    s->id);
+	if (r != 0) {
+		s->gone_ticks = 0;
+		return false;
+	}
+	if (++s->gone_ticks < 2)
+		return false;
+	s->bpf_gone = true;
+	log_debug("scan of %s by pid %u: the detector has no state for it any more", s->path,
+		  s->tgid);
+	return true;
 }
 
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct scan_mgr *m = userdata;
+	detector_consume(m->det);
 	uint64_t t = now_ns(), idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
 	struct scan *s = m->scans, *next;
 	for (; s; s = next) {
 		next = s->next;
-		if (s->ending < 0 && t - s->last_ns > idle)
+		if (s->ending >= 0)
+			continue;
+		if (bpf_lost(s)) {
+			if (s->state == SCAN_PROBING)
+				drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
+			else
+				end_scan(s, DA_END_EVICTED);
+		} else if (t - s->last_ns > idle) {
 			end_scan(s, s->state == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
+		}
 	}
 	walk_mgr_tick(m->walks);
 	account_cpu(m);
@@ -1065,11 +1321,15 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	if (r >= 0)
 		r = sd_event_add_time_relative(loop, &m->timer_src, CLOCK_MONOTONIC, 250000, 50000,
 					       on_timer, m);
+	if (r >= 0)
+		r = sd_event_add_time_relative(loop, &m->poll_src, CLOCK_MONOTONIC, SCAN_POLL_USEC,
+					       SCAN_POLL_USEC / 4, on_poll, m);
 	if (r < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-r));
 		goto fail;
 	}
 	sd_event_source_set_enabled(m->timer_src, SD_EVENT_OFF);
+	sd_event_source_set_enabled(m->poll_src, SD_EVENT_OFF);
 	return m;
 fail:
 	scan_mgr_free(m);
@@ -1158,11 +1418,17 @@ void scan_mgr_free(struct scan_mgr *m)
 	dirahead_engine_free(m->engine);
 	while ((s = m->scans)) {
 		m->scans = s->next;
-		free(s);
+		discard(s);
 	}
 	sd_event_source_disable_unref(m->engine_src);
 	sd_event_source_disable_unref(m->opener_src);
 	sd_event_source_disable_unref(m->timer_src);
+	sd_event_source_disable_unref(m->poll_src);
+	while (m->pending) {
+		struct pending *p = m->pending;
+		m->pending = p->next;
+		free(p);
+	}
 	if (m->opener_pipe[0] >= 0)
 		close(m->opener_pipe[0]);
 	policy_free(m->pol);

@@ -72,6 +72,7 @@ enum da_err_class { DA_ERR_ENOENT, DA_ERR_EACCES, DA_ERR_EIO, DA_ERR_OTHER, DA_E
 
 struct da_stats {
 	uint64_t scans_confirmed;        /* SCAN events received */
+	uint64_t scans_unlisted;         /* ... of them for runs of stats without a listing */
 	uint64_t scans_started;          /* prefetch started */
 	uint64_t scans_ended[DA_END_MAX];
 	uint64_t skips[DA_SKIP_MAX];

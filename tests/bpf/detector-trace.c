@@ -6,7 +6,7 @@
  *
  *   attached progs=ID,ID,...                     once, when the programs are attached
  *   SCAN|PROGRESS|END tgid= tid= comm= dev=MAJ:MIN ino= fd= ref= end= listed= stats= done=
- *       size= magic= scan= name= [verify=...] path=...     (path last: it may hold spaces)
+ *       size= magic= scan= unlisted=0|1 name= [verify=...] path=...  (path last: may hold spaces)
  *   COUNTERS listings= scans= stats_matched= events= events_lost=
  *   APPLAT count= sum_ns= slots=K:N,...          stat latency histogram: N stats took at most
  *                                                2^K ns (more than 2^(K-1)); empty slots left out
@@ -35,6 +35,32 @@ static struct detector *det;
 static bool verify;
 static long step_on_scan = -1;
 static bool forget_on_scan;
+/* --forget-previous: at a SCAN, forget the previous scan of the same process and directory by
+ * its id, as a daemon that handles that scan's END late does (the control must not reach the
+ * new scan) */
+static bool forget_previous;
+struct seen { uint32_t tgid, dev_major, dev_minor; uint64_t ino, scan_id; };
+static struct seen seen[64];
+static unsigned nseen;
+
+static void forget_prev(const struct dirahead_event *ev)
+{
+	unsigned i;
+
+	for (i = 0; i < nseen; i++)
+		if (seen[i].tgid == ev->tgid && seen[i].ino == ev->ino &&
+		    seen[i].dev_major == ev->dev_major && seen[i].dev_minor == ev->dev_minor)
+			break;
+	if (i < nseen) {
+		detector_scan_forget(det, seen[i].scan_id);
+		printf("forgot scan=%llx\n", (unsigned long long)seen[i].scan_id);
+	} else if (nseen < sizeof(seen) / sizeof(seen[0])) {
+		i = nseen++;
+	} else {
+		return;
+	}
+	seen[i] = (struct seen){ ev->tgid, ev->dev_major, ev->dev_minor, ev->ino, ev->scan_id };
+}
 
 static void on_signal(int sig)
 {
@@ -73,6 +99,7 @@ static const char *end_name(uint32_t r)
 	case DIRAHEAD_END_NEXT: return "next";
 	case DIRAHEAD_END_EVICTED: return "evicted";
 	case DIRAHEAD_END_EXEC: return "exec";
+	case DIRAHEAD_END_THREAD: return "thread";
 	}
 	return "unknown";
 }
@@ -151,17 +178,19 @@ static int on_event(const struct dirahead_event *ev, void *ctx)
 	}
 	/* Before printing: whoever waits for the line may rely on the change being made. */
 	if (ev->type == DIRAHEAD_EV_SCAN && forget_on_scan)
-		detector_scan_forget(det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+		detector_scan_forget(det, ev->scan_id);
 	else if (ev->type == DIRAHEAD_EV_SCAN && step_on_scan >= 0)
-		detector_scan_step(det, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino,
-				   (uint32_t)step_on_scan);
+		detector_scan_step(det, ev->scan_id, (uint32_t)step_on_scan);
+	if (ev->type == DIRAHEAD_EV_SCAN && forget_previous)
+		forget_prev(ev);
 	printf("%s tgid=%u tid=%u comm=%s dev=%u:%u ino=%llu fd=%d ref=%s end=%s listed=%llu "
-	       "stats=%llu done=%u size=%llu magic=0x%llx scan=%llx name=%s%s path=%s\n",
+	       "stats=%llu done=%u size=%llu magic=0x%llx scan=%llx unlisted=%u name=%s%s path=%s\n",
 	       type_name(ev->type), ev->tgid, ev->tid, comm, ev->dev_major, ev->dev_minor,
 	       (unsigned long long)ev->ino, ev->fd, ref, end_name(ev->end_reason),
 	       (unsigned long long)ev->listed, (unsigned long long)ev->stats, ev->listing_done,
 	       (unsigned long long)ev->dir_size, (unsigned long long)ev->magic,
-	       (unsigned long long)ev->scan_id, name, ver, path);
+	       (unsigned long long)ev->scan_id, !!(ev->flags & DIRAHEAD_EVF_UNLISTED), name, ver,
+	       path);
 	return 0;
 }
 
@@ -190,6 +219,7 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s [-v] [-k CONFIRM] [-s STEP] [-m MIN_DIR_SIZE] [-t SECONDS] [--verify]\n"
 		"       [--step-on-scan N] [--forget-on-scan] [--self-scan DIR] [--no-ignore-self]\n"
+		"       [--forget-previous] [-u UNLISTED_STATS] [--tables PROCS,SCANS]\n"
 		"       [--stats]   (count run time per program while running)\n"
 		"       [--lazy]    (PROGRESS/END without wakeup; this loop polls every 20 ms)\n"
 		"SIGUSR1 / SIGUSR2 detach / attach the stat timing program.\n",
@@ -206,6 +236,8 @@ int main(int argc, char **argv)
 		{ "no-ignore-self", no_argument, NULL, 'N' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "lazy", no_argument, NULL, 'L' },
+		{ "forget-previous", no_argument, NULL, 'R' },
+		{ "tables", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dirahead_bpf_config cfg;
@@ -221,7 +253,7 @@ int main(int argc, char **argv)
 	int c, n, i, rc = 0;
 
 	detector_default_config(&cfg);
-	while ((c = getopt_long(argc, argv, "vk:s:m:t:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vk:s:m:t:u:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v': verbose = true; break;
 		case 'k': cfg.confirm_stats = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -235,6 +267,17 @@ int main(int argc, char **argv)
 		case 'N': cfg.self_tgid = 0; break;
 		case 'S': stats = true; break;
 		case 'L': cfg.flags |= DIRAHEAD_CFG_LAZY_WAKEUP; break;
+		case 'u': cfg.unlisted_stats = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'R': forget_previous = true; break;
+		case 'T': {
+			unsigned long np = strtoul(optarg, NULL, 0), ns = 0;
+			const char *comma = strchr(optarg, ',');
+
+			if (comma)
+				ns = strtoul(comma + 1, NULL, 0);
+			detector_set_table_sizes((uint32_t)np, (uint32_t)ns);
+			break;
+		}
 		default: usage(argv[0]); return 2;
 		}
 	}
@@ -288,12 +331,13 @@ int main(int argc, char **argv)
 
 	if (detector_counters(det, &cnt) == 0)
 		printf("COUNTERS listings=%llu scans=%llu stats_matched=%llu events=%llu "
-		       "events_lost=%llu\n",
+		       "events_lost=%llu table_full=%llu\n",
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_LISTINGS],
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_SCANS],
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_STATS_MATCHED],
 		       (unsigned long long)cnt.v[DIRAHEAD_CNT_EVENTS],
-		       (unsigned long long)cnt.v[DIRAHEAD_CNT_EVENTS_LOST]);
+		       (unsigned long long)cnt.v[DIRAHEAD_CNT_EVENTS_LOST],
+		       (unsigned long long)cnt.v[DIRAHEAD_CNT_TABLE_FULL]);
 	if (detector_app_lat(det, &lat) == 0) {
 		const char *sep = "";
 

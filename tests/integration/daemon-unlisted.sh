@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# Runs of stats without a listing, end to end: a program that stats every file of a slowfs tree
+# (20 directories x 50 files, 1 ms per request) by name from a list, never listing anything, as
+# `stat $(cat list)`, a version-control status or an rsync receiver do.  With the daemon it
+# sends about 30% of the lookups it sends alone (the daemon lists each directory itself once the
+# program has stat'ed unlisted_stats names there, and prefetches ahead).  A program that stats
+# one name over and over, two in turn, or a few names here and there, causes no prefetch.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/daemon.sh"
+need_root
+need_cmd python3
+
+DIRS=20 FILES=50
+for s in off on; do
+	for i in $(seq -w 1 $DIRS); do make_files "$T/back/$s/d$i" $FILES; done
+done
+slowfs_mount "$T/back" "$T/mnt" --latency-us 1000
+# the lists, sorted by path (as a version-control index is), made from the backing store
+for s in off on; do
+	(cd "$T/back/$s" && find . -type f | sort | sed "s|^\.|$T/mnt/$s|") >"$T/$s.list"
+done
+cat >"$T/statlist.py" <<'EOF'
+import os, sys
+for line in open(sys.argv[1]):
+    os.lstat(line.rstrip("\n"))
+EOF
+cat >"$T/noise.py" <<'EOF'
+import os, sys
+top = sys.argv[1]
+def d(i):
+    return os.path.join(top, "d%02d" % i)
+for i in range(500):
+    os.lstat(os.path.join(d(1), "f000001"))          # one name over and over
+for i in range(500):
+    os.lstat(os.path.join(d(2), "f%06d" % (1 + i % 2)))  # two names in turn
+for x in range(1, 4):
+    os.lstat(os.path.join(d(3), "f%06d" % x))        # a few names
+for i in range(4, 21):
+    os.lstat(os.path.join(d(i), "f000010"))          # one name in each directory
+EOF
+
+run_list() { # LIST: prints the lookups the program sent itself; its pid in $T/pid
+	local pid
+	"$PY" "$T/statlist.py" "$1" &
+	pid=$!
+	echo $pid >"$T/pid"
+	wait $pid || fail "statlist.py failed"
+	slowfs_stat "pid.$pid.lookup"
+}
+PY=$(python3 -c 'import sys; print(sys.executable)')
+
+off=$(run_list "$T/off.list")
+info "stat from a list without the daemon: $off lookups of its own"
+assert_ge "$off" $((DIRS * FILES)) "lookups without the daemon"
+
+# (other processes on the machine may have runs too: count what concerns ours, by pid and by
+# what the daemon fetched from slowfs)
+daemon_start
+"$PY" "$T/noise.py" "$T/mnt/on" &
+npid=$!
+wait $npid || fail "noise.py failed"
+sleep 0.5
+assert_eq "$(grep -c "pid $npid .*$T/mnt" "$DAEMON_LOG")" 0 "the same name, two names, a few names: no run"
+assert_eq "$(slowfs_stat "pid.$DAEMON_PID.lookup")" 0 "the same name, two names, a few names: no prefetch"
+
+t0=$(now_ms)
+on=$(run_list "$T/on.list")
+info "stat from a list with the daemon: $on lookups of its own, $(($(now_ms) - t0)) ms"
+ctl stats | grep -E '^(scans|skips|entries_prefetched|hits|misses)' || true
+assert_ge "$(daemon_stat scans_unlisted)" $((DIRS / 2)) "runs reported"
+assert_ge "$(slowfs_stat "pid.$DAEMON_PID.lookup")" $((DIRS * FILES / 2)) "entries prefetched"
+# unlisted_stats (8) stats before each run is seen, and ~4 round trips (open, read to the end,
+# the first lookups) before its prefetch arrives: 12 of 50 at best (measured 28-30%)
+assert_le $((on * 100)) $((off * 35)) "lookups with the daemon: 35% of those without at most"
+daemon_stop
+echo "PASS"
