@@ -204,7 +204,30 @@ struct dirahead_dir_opts {
 	/* added after the draft: */
 	unsigned int batch;           /* entries per batch (sort and find scope); 0: 8192 */
 	unsigned int flags;           /* DIRAHEAD_DIR_* */
+	const struct dirahead_cred *cred; /* do all of the directory's I/O (its open, its reading,
+	                               * every stat) with these credentials; NULL: the engine's own.
+	                               * Copied: the caller's struct need not outlive the call. */
 };
+
+/*
+ * Credentials (dirahead_dir_opts.cred, dirahead_cred_apply()): those of the program a prefetch is
+ * for, so that every permission check is the program's own and a FUSE mount that admits only its
+ * owner (no allow_other) serves it.  Applying them needs CAP_SETUID and CAP_SETGID in the
+ * process's permitted set; of `caps` (bits 1 << CAP_*), only those in the permitted set become
+ * effective, and no other capability is effective meanwhile.  Unused groups must be 0.
+ */
+#define DIRAHEAD_CRED_GROUPS 32
+struct dirahead_cred {
+	uint32_t uid, euid, suid, fsuid;
+	uint32_t gid, egid, sgid, fsgid;
+	uint32_t ngroups;             /* at most DIRAHEAD_CRED_GROUPS */
+	uint32_t groups[DIRAHEAD_CRED_GROUPS];
+	uint64_t caps;
+};
+/* The calling thread acts with c from now on (NULL: with the process's own credentials again).
+ * Linux credentials are per thread: other threads are not affected.  0 or -errno (EPERM without
+ * CAP_SETUID/CAP_SETGID, E2BIG for too many groups). */
+int dirahead_cred_apply(const struct dirahead_cred *c);
 
 /*
  * List the directory, fetch only the entries that may be directories (getdents reports
