@@ -488,6 +488,40 @@ static __always_inline bool fd_still_on(struct task_struct *task, int fd,
 	return fd >= 0 && fd_id(task, fd, &dev, &ino) && dev == key->dev && ino == key->ino;
 }
 
+/* The calling thread's credentials and cgroup into the event (not on the hot path: events
+ * only). */
+static __always_inline void fill_cred(struct dirahead_event *e)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	const struct cred *c = BPF_CORE_READ(task, cred);
+	struct group_info *gi;
+	__u32 n;
+
+	if (!c)
+		return;
+	e->cred_uid = BPF_CORE_READ(c, uid.val);
+	e->cred_euid = BPF_CORE_READ(c, euid.val);
+	e->cred_suid = BPF_CORE_READ(c, suid.val);
+	e->cred_fsuid = BPF_CORE_READ(c, fsuid.val);
+	e->cred_gid = BPF_CORE_READ(c, gid.val);
+	e->cred_egid = BPF_CORE_READ(c, egid.val);
+	e->cred_sgid = BPF_CORE_READ(c, sgid.val);
+	e->cred_fsgid = BPF_CORE_READ(c, fsgid.val);
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	/* kernel_cap_t: one u64 (6.3+) or two u32, the same 8 bytes either way */
+	bpf_probe_read_kernel(&e->cred_caps, sizeof(e->cred_caps), &c->cap_effective);
+	gi = BPF_CORE_READ(c, group_info);
+	if (!gi)
+		return;
+	e->cred_ngroups = BPF_CORE_READ(gi, ngroups);
+	n = e->cred_ngroups;
+	if (n > DIRAHEAD_EV_GROUPS)
+		n = DIRAHEAD_EV_GROUPS;
+	if (n)
+		bpf_probe_read_kernel(e->cred_groups, (n & (2 * DIRAHEAD_EV_GROUPS - 1)) * sizeof(__u32),
+				      &gi->gid[0]);
+}
+
 static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead_scan_key *key,
 				 const struct scan *sc, const struct proc *p,
 				 struct task_struct *task)
@@ -539,6 +573,11 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	__builtin_memcpy(e->name, sc->name, NAME_LEN);
 	e->name[NAME_LEN - 1] = 0;
 	e->path[PATH_LEN - 1] = 0;
+	/* (the ring buffer's memory is not zeroed) */
+	__builtin_memset(&e->cred_uid, 0, offsetof(struct dirahead_event, comm) -
+					  offsetof(struct dirahead_event, cred_uid));
+	if (type != DIRAHEAD_EV_END)
+		fill_cred(e);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, type != DIRAHEAD_EV_SCAN && lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);
 	count(DIRAHEAD_CNT_EVENTS, 1);
@@ -766,6 +805,7 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 	e->mnt_id = di->mnt_id;
 	e->list_sum_ns = w->list_sum_ns;
 	e->list_count = w->list_count;
+	fill_cred(e);
 	e->ts_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, lazy_wakeup() ? BPF_RB_NO_WAKEUP : 0);

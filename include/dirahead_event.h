@@ -14,6 +14,7 @@
 #define DIRAHEAD_COMM_LEN 16
 #define DIRAHEAD_NAME_LEN 64   /* leading bytes of the last entry name stat'ed (for sorted order) */
 #define DIRAHEAD_PATH_LEN 256  /* the process's own name for the directory */
+#define DIRAHEAD_EV_GROUPS 32  /* supplementary groups an event carries */
 
 enum dirahead_event_type {
 	DIRAHEAD_EV_SCAN = 1,     /* a scan was confirmed: listing + confirm_stats matching stats */
@@ -71,6 +72,19 @@ struct dirahead_event {
 			    * has mnt_id_unique): the cost model's memory is per mount */
 	__u64 parent_ino;  /* inode of the directory's parent (its dentry's), 0 if unknown: which
 			    * listing a new one is below, for tree-ahead (daemon/diraheadd/walk.c) */
+	/*
+	 * SCAN, PROGRESS and LISTING: the credentials of the calling thread (kernel ids, as the
+	 * initial user namespace sees them), so that the daemon prefetches with the program's own
+	 * rights: ids, the first DIRAHEAD_EV_GROUPS supplementary groups (cred_ngroups is how many it
+	 * has), effective capabilities (bit 1 << CAP_*).
+	 */
+	__u32 cred_uid, cred_euid, cred_suid, cred_fsuid;
+	__u32 cred_gid, cred_egid, cred_sgid, cred_fsgid;
+	__u32 cred_ngroups;
+	__u32 cred_pad;
+	__u64 cred_caps;
+	__u64 cgroup_id;   /* its cgroup v2 (for the daemon's limits per cgroup) */
+	__u32 cred_groups[DIRAHEAD_EV_GROUPS];
 	/*
 	 * DIRAHEAD_EV_LISTING only: the walker's listings that ended so far, each timed from its
 	 * O_DIRECTORY open (or its first getdents) to the getdents that returned 0, their total

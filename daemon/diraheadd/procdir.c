@@ -11,6 +11,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK)
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -99,6 +100,23 @@ int procdir_same(int dfd, const char *name, const struct dirahead_event *ev, uin
 	return stx.stx_dev_major == ev->dev_major && stx.stx_dev_minor == ev->dev_minor ? 0 : -ESTALE;
 }
 
+void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c)
+{
+	uint32_t n = ev->cred_ngroups < DIRAHEAD_EV_GROUPS ? ev->cred_ngroups : DIRAHEAD_EV_GROUPS;
+	*c = (struct dirahead_cred){
+		.uid = ev->cred_uid, .euid = ev->cred_euid, .suid = ev->cred_suid,
+		.fsuid = ev->cred_fsuid, .gid = ev->cred_gid, .egid = ev->cred_egid,
+		.sgid = ev->cred_sgid, .fsgid = ev->cred_fsgid, .ngroups = n,
+	};
+	/* More groups than an event carries: the first ones only, which can only refuse the daemon
+	 * what the program could do, never the other way round. */
+	memcpy(c->groups, ev->cred_groups, n * sizeof(c->groups[0]));
+	/* Of its capabilities, what bears on reading directories and stat'ing their entries (a
+	 * backup agent running as root): the daemon's own CAP_DAC_READ_SEARCH stands for both. */
+	if (ev->cred_caps & ((1ull << CAP_DAC_READ_SEARCH) | (1ull << CAP_DAC_OVERRIDE)))
+		c->caps = 1ull << CAP_DAC_READ_SEARCH;
+}
+
 /* Only the directory BPF saw counts: paths and fds can be renamed or reused under us. */
 static int verify(int fd, const struct dirahead_event *ev)
 {
@@ -112,13 +130,34 @@ static int verify(int fd, const struct dirahead_event *ev)
 	return fd;
 }
 
-/* Resolve `path` as the process would: relative to its cwd, or absolute within its root.  Path
- * resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses magic links, so a
- * crafted path cannot make the daemon open something outside what the process itself sees. */
-static int open_path(uint32_t pid, const char *path)
+/* Reading the directory pfd (O_PATH) is on, as the program: its open of the directory checked
+ * read permission, so does this one (by the fd's magic link: no lookup in it, which would need
+ * search permission too). */
+static int reopen_as(int pfd, const struct dirahead_cred *c)
+{
+	char p[40];
+	int r = dirahead_cred_apply(c);
+	if (r < 0) {
+		close(pfd);
+		return r;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
+	int fd = open(p, DIR_FLAGS);
+	r = fd < 0 ? -errno : fd;
+	dirahead_cred_apply(NULL);
+	close(pfd);
+	return r;
+}
+
+/* Resolve `path` as the process would: relative to its cwd, or absolute within its root, with
+ * its credentials.  Resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses
+ * magic links, so a crafted path cannot make the daemon open something outside what the process
+ * itself sees, and every component is searched with the process's rights (a path swapped to
+ * somewhere it may not go fails as it would for the process). */
+static int open_path(uint32_t pid, const char *path, const struct dirahead_cred *c)
 {
 	const char *base = "cwd";
-	int bfd, fd;
+	int bfd, fd, r;
 	struct open_how how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS };
 
 	if (path[0] == '/') {
@@ -131,27 +170,42 @@ static int open_path(uint32_t pid, const char *path)
 	}
 	bfd = procdir_open_pid(pid, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
-		return -1;
+		return -errno;
+	if ((r = dirahead_cred_apply(c)) < 0) {
+		close(bfd);
+		return r;
+	}
 	fd = sys_openat2(bfd, path, &how);
-	int e = errno;
+	r = fd < 0 ? -errno : fd;
+	dirahead_cred_apply(NULL);
 	close(bfd);
-	errno = e;
-	return fd;
+	return r;
+}
+
+/* The fd or cwd link of the process, as the daemon (following another process's links needs
+ * CAP_SYS_PTRACE), checked, then reopened as the program. */
+static int open_link(uint32_t pid, const char *what, const struct dirahead_event *ev,
+		     const struct dirahead_cred *c)
+{
+	int pfd = verify(procdir_open_pid(pid, what, O_PATH | O_DIRECTORY | O_CLOEXEC), ev);
+	return pfd < 0 ? pfd : reopen_as(pfd, c);
 }
 
 int procdir_open(const struct dirahead_event *ev)
 {
 	char p[32];
 	int r = -ENOENT, fd;
+	struct dirahead_cred c;
+	procdir_cred(ev, &c);
 
 	if (ev->ref & DIRAHEAD_REF_FD) {
 		snprintf(p, sizeof(p), "fd/%d", ev->fd);
-		r = verify(procdir_open_pid(ev->tgid, p, DIR_FLAGS), ev);
+		r = open_link(ev->tgid, p, ev, &c);
 		if (r >= 0)
 			return r;
 	}
 	if (ev->ref & DIRAHEAD_REF_CWD) {
-		fd = verify(procdir_open_pid(ev->tgid, "cwd", DIR_FLAGS), ev);
+		fd = open_link(ev->tgid, "cwd", ev, &c);
 		if (fd >= 0)
 			return fd;
 		if (r == -ENOENT)
@@ -161,7 +215,8 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = verify(open_path(ev->tgid, path), ev);
+		fd = open_path(ev->tgid, path, &c);
+		fd = fd < 0 ? fd : verify(fd, ev);
 		if (fd >= 0)
 			return fd;
 		if (r == -ENOENT)

@@ -67,6 +67,7 @@ struct scan {
 	struct pol_sample ctl_from; /* the control stretch began here (CTL_MEASURE) */
 	struct pol_cost ctl_after;  /* the stretch with prefetch it is compared with */
 	double ctl_late;
+	struct dirahead_cred cred;  /* the program's, when prefetch started: all I/O runs with it */
 };
 
 struct scan_mgr {
@@ -377,6 +378,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		return DA_SKIP_ENGINE;
 	}
 	s->state = SCAN_OPENING;
+	procdir_cred(ev, &s->cred);
 	s->app_pos = s->stats_seen = ev->stats;
 	s->start_ns = s->last_ns = now_ns();
 	m->active++;
@@ -615,7 +617,7 @@ static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userd
 		}
 		struct dirahead_dir_opts o = {
 			.size = sizeof(o), .order = s->order, .limit = s->limit,
-			.depth = s->depth, .data = s, .batch = batch,
+			.depth = s->depth, .data = s, .batch = batch, .cred = &s->cred,
 		};
 		s->dir = dirahead_dir_submit(m->engine, r.fd, &o);
 		close(r.fd);

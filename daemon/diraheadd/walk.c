@@ -92,6 +92,7 @@ struct walk {
 	 * and whether the directory it listed last had been listed ahead of it */
 	uint64_t list_sum_seen, list_n_seen;
 	int last_listed_ahead;      /* -1: none (not a directory of the walk) */
+	struct dirahead_cred cred;  /* the walker's: every directory is listed and fetched so */
 	bool ending;
 	uint64_t start_ns, last_ns;
 };
@@ -293,7 +294,8 @@ static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
 	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
 					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
 					   .depth = depth, .data = n,
-					   .flags = w->list_only ? DIRAHEAD_DIR_LIST_ONLY : 0 };
+					   .flags = w->list_only ? DIRAHEAD_DIR_LIST_ONLY : 0,
+					   .cred = &w->cred };
 }
 
 
@@ -624,9 +626,15 @@ static int parent_of(const struct dirahead_event *e, uint64_t want)
 	int fd = procdir_open(e);
 	if (fd < 0)
 		return fd;
-	/* The parent as the program reached it: same mount, no symlink; checked by inode. */
-	int pfd = (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
-	int err = pfd < 0 ? -errno : 0;
+	/* The parent as the program reached it: same mount, no symlink, its rights; checked by
+	 * inode. */
+	struct dirahead_cred c;
+	procdir_cred(e, &c);
+	int err = dirahead_cred_apply(&c);
+	int pfd = err < 0 ? -1 : (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
+	if (!err && pfd < 0)
+		err = -errno;
+	dirahead_cred_apply(NULL);
 	close(fd);
 	if (pfd >= 0 && procdir_same(pfd, "", e, want) < 0) {
 		close(pfd);
@@ -665,7 +673,11 @@ static void *opener_main(void *arg)
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		r.up_fd[i] = -1;
 	int pfd = r.fd = open_top(job);
-	/* its ancestors, as far as the mount goes */
+	/* its ancestors, as far as the mount goes (and the program may search) */
+	struct dirahead_cred c;
+	procdir_cred(&job->ev, &c);
+	if (pfd >= 0 && dirahead_cred_apply(&c) < 0)
+		pfd = -1;
 	for (int cur = pfd, i = 0; pfd >= 0 && i < WALK_ANCESTORS; i++) {
 		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
 		struct stat st;
@@ -680,6 +692,7 @@ static void *opener_main(void *arg)
 		r.up[i] = st.st_ino;
 		r.up_fd[i] = up;
 	}
+	dirahead_cred_apply(NULL);
 	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r))
 		close_result(&r);
 	free(job);
@@ -805,6 +818,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 			    .list_only = list_only, .last_listed_ahead = -1 };
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		w->up_fd[i] = -1;
+	procdir_cred(ev, &w->cred);
 	w->start_ns = w->last_ns = now_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
