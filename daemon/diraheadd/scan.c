@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "dirahead.h"
 #include "fsmagic.h"
 #include "log.h"
+#include "opener.h"
 #include "order.h"
 #include "policy.h"
 #include "procdir.h"
@@ -76,8 +76,8 @@ struct scan_mgr {
 	struct detector *det;
 	struct da_stats *st;
 	struct dirahead_engine *engine;
-	sd_event_source *engine_src, *opener_src, *timer_src;
-	int opener_pipe[2];
+	sd_event_source *engine_src, *timer_src;
+	struct opener *openers;     /* for scans and walks (opener.h) */
 	struct scan *scans;
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
 	unsigned nscans;
@@ -106,15 +106,17 @@ struct scan_mgr {
 #define SCAN_STALL_MS 250
 #define SCAN_READERS 16
 
+/* Openers at once (scans and walks together), and how long one may take before it counts as
+ * stuck on its filesystem. */
+#define OPENERS 8
+#define OPENER_STUCK_MS 1000
+
 struct open_job {
-	int pipe_fd;
+	struct scan_mgr *m;
 	bool learn;                 /* learn the program's order (order.h) */
 	uint64_t scan_id;
 	struct dirahead_event ev;
-};
-
-struct open_result {
-	uint64_t scan_id;
+	/* results */
 	int fd;                     /* >= 0, or -errno */
 	enum dirahead_order order;  /* learnt, when the job asked */
 };
@@ -321,23 +323,29 @@ static void drop_opening(struct scan *s, enum da_skip_reason why)
 	free_scan(s);
 }
 
-static void *opener_main(void *arg)
+/* In an opener thread (may hang on the filesystem). */
+static void open_run(void *arg)
 {
 	struct open_job *job = arg;
-	struct open_result r = { .scan_id = job->scan_id, .order = DIRAHEAD_ORDER_READDIR };
-	r.fd = procdir_open(&job->ev);
-	if (r.fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
+	job->order = DIRAHEAD_ORDER_READDIR;
+	job->fd = procdir_open(&job->ev);
+	if (job->fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
 		char name[DIRAHEAD_NAME_LEN];
 		memcpy(name, job->ev.name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
-		r.order = order_learn(r.fd, name, job->ev.stats);
+		job->order = order_learn(job->fd, name, job->ev.stats);
 	}
-	/* A pipe write of less than PIPE_BUF is atomic; if the daemon is gone, so is the reader. */
-	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r) && r.fd >= 0)
-		close(r.fd);
-	free(job);
-	return NULL;
 }
+
+static void open_discard(void *arg)
+{
+	struct open_job *job = arg;
+	if (job->fd >= 0)
+		close(job->fd);
+	free(job);
+}
+
+static void opened(void *arg);
 
 static enum dirahead_order choose_order(const struct scan_mgr *m, const struct dirahead_event *ev)
 {
@@ -364,18 +372,13 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return DA_SKIP_ENGINE;
-	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = s->id, .ev = *ev,
+	*job = (struct open_job){ .m = m, .scan_id = s->id, .ev = *ev, .fd = -1,
 				  .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	int r = pthread_create(&th, &attr, opener_main, job);
-	pthread_attr_destroy(&attr);
-	if (r) {
+	int r = opener_run(m->openers, ev->dev_major, ev->dev_minor, open_run, opened,
+			   open_discard, job);
+	if (r < 0) {
 		free(job);
-		return DA_SKIP_ENGINE;
+		return r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
 	}
 	s->state = SCAN_OPENING;
 	procdir_cred(ev, &s->cred);
@@ -569,66 +572,65 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 		drop_probing(s, ev, (enum da_skip_reason)why);
 }
 
-static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* The opener is done (on the event loop): prefetch, or drop the scan. */
+static void opened(void *arg)
 {
-	struct scan_mgr *m = userdata;
-	struct open_result r;
-	(void)src;
-	(void)revents;
-	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
-		struct scan *s = find_scan_id(m, r.scan_id);
-		if (!s || s->state != SCAN_OPENING) {
-			if (r.fd >= 0)
-				close(r.fd);
-			continue;
-		}
-		if (s->ending >= 0) { /* ended while opening; counted already */
-			if (r.fd >= 0)
-				close(r.fd);
-			free_scan(s);
-			continue;
-		}
-		if (r.fd < 0) {
-			log_debug("scan of %s by pid %u: cannot open: %s", s->path, s->tgid, strerror(-r.fd));
-			drop_opening(s, r.fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
-			continue;
-		}
-		char real[4096] = "";
-		char link[64];
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", r.fd);
-		ssize_t n = readlink(link, real, sizeof(real) - 1);
-		real[n > 0 ? n : 0] = '\0';
-		if ((m->cfg.path_include.n || m->cfg.path_exclude.n) &&
-		    !allowed(&m->cfg.path_include, &m->cfg.path_exclude, real, prefix_match)) {
-			close(r.fd);
-			drop_opening(s, DA_SKIP_FILTERED);
-			continue;
-		}
-		s->limit = s->app_pos + s->window;
-		s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
-		unsigned batch = 0;
-		if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && r.order != s->order) {
-			/* sorted as the program sorts: a whole fts chunk in one batch */
-			s->order = r.order;
-			batch = ORDER_FTS_CHUNK;
-			m->st->orders_learnt[r.order == DIRAHEAD_ORDER_INODE ? 0 : 1]++;
-			log_debug("scan of %s by pid %u: the program stats in %s order", s->path, s->tgid,
-				  dirahead_order_name(r.order));
-		}
-		struct dirahead_dir_opts o = {
-			.size = sizeof(o), .order = s->order, .limit = s->limit,
-			.depth = s->depth, .data = s, .batch = batch, .cred = &s->cred,
-		};
-		s->dir = dirahead_dir_submit(m->engine, r.fd, &o);
-		close(r.fd);
-		if (!s->dir) {
-			drop_opening(s, DA_SKIP_ENGINE);
-			continue;
-		}
-		s->state = SCAN_PREFETCHING;
-		detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino, progress_step(s));
+	struct open_job *job = arg;
+	struct scan_mgr *m = job->m;
+	struct scan *s = find_scan_id(m, job->scan_id);
+	int fd = job->fd;
+	enum dirahead_order order = job->order;
+	free(job);
+	if (!s || s->state != SCAN_OPENING) {
+		if (fd >= 0)
+			close(fd);
+		return;
 	}
-	return 0;
+	if (s->ending >= 0) { /* ended while opening; counted already */
+		if (fd >= 0)
+			close(fd);
+		free_scan(s);
+		return;
+	}
+	if (fd < 0) {
+		log_debug("scan of %s by pid %u: cannot open: %s", s->path, s->tgid, strerror(-fd));
+		drop_opening(s, fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
+		return;
+	}
+	char real[4096] = "";
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, sizeof(real) - 1);
+	real[n > 0 ? n : 0] = '\0';
+	if ((m->cfg.path_include.n || m->cfg.path_exclude.n) &&
+	    !allowed(&m->cfg.path_include, &m->cfg.path_exclude, real, prefix_match)) {
+		close(fd);
+		drop_opening(s, DA_SKIP_FILTERED);
+		return;
+	}
+	s->limit = s->app_pos + s->window;
+	s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
+	unsigned batch = 0;
+	if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && order != s->order) {
+		/* sorted as the program sorts: a whole fts chunk in one batch */
+		s->order = order;
+		batch = ORDER_FTS_CHUNK;
+		m->st->orders_learnt[order == DIRAHEAD_ORDER_INODE ? 0 : 1]++;
+		log_debug("scan of %s by pid %u: the program stats in %s order", s->path, s->tgid,
+			  dirahead_order_name(order));
+	}
+	struct dirahead_dir_opts o = {
+		.size = sizeof(o), .order = s->order, .limit = s->limit,
+		.depth = s->depth, .data = s, .batch = batch, .cred = &s->cred,
+	};
+	s->dir = dirahead_dir_submit(m->engine, fd, &o);
+	close(fd);
+	if (!s->dir) {
+		drop_opening(s, DA_SKIP_ENGINE);
+		return;
+	}
+	s->state = SCAN_PREFETCHING;
+	detector_scan_step(m->det, s->tgid, s->dev_major, s->dev_minor, s->ino, progress_step(s));
 }
 
 /* A first judgment that prefetch pays by less than this, on a filesystem where it has not paid
@@ -1031,7 +1033,6 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	m->cfg = *cfg;
 	m->det = det;
 	m->st = st;
-	m->opener_pipe[0] = m->opener_pipe[1] = -1;
 	m->pol = policy_new(cfg);
 	if (!m->pol) {
 		snprintf(err, errlen, "out of memory");
@@ -1051,19 +1052,18 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		snprintf(err, errlen, "cannot start the prefetch engine: %s", strerror(errno));
 		goto fail;
 	}
-	if (pipe2(m->opener_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+	m->openers = opener_new(loop, OPENERS, OPENER_STUCK_MS);
+	if (!m->openers) {
+		snprintf(err, errlen, "cannot start the openers: %s", strerror(errno));
 		goto fail;
 	}
-	m->walks = walk_mgr_new(loop, cfg, det, st, m->engine, m->pol);
+	m->walks = walk_mgr_new(cfg, det, st, m->engine, m->pol, m->openers);
 	if (!m->walks) {
 		snprintf(err, errlen, "cannot set up tree-ahead: %s", strerror(errno));
 		goto fail;
 	}
 	int r = sd_event_add_io(loop, &m->engine_src, dirahead_engine_fd(m->engine), EPOLLIN,
 				on_engine, m);
-	if (r >= 0)
-		r = sd_event_add_io(loop, &m->opener_src, m->opener_pipe[0], EPOLLIN, on_opened, m);
 	if (r >= 0)
 		r = sd_event_add_time_relative(loop, &m->timer_src, CLOCK_MONOTONIC, 250000, 50000,
 					       on_timer, m);
@@ -1163,11 +1163,9 @@ void scan_mgr_free(struct scan_mgr *m)
 		free(s);
 	}
 	sd_event_source_disable_unref(m->engine_src);
-	sd_event_source_disable_unref(m->opener_src);
 	sd_event_source_disable_unref(m->timer_src);
-	if (m->opener_pipe[0] >= 0)
-		close(m->opener_pipe[0]);
+	/* Openers stuck on a hung filesystem are left to finish on their own. */
+	opener_free(m->openers);
 	policy_free(m->pol);
-	/* The write end stays open: a detached opener stuck on a hung filesystem may still write. */
 	free(m);
 }

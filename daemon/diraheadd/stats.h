@@ -33,7 +33,10 @@
 	X(FAST, "fast_stats")          /* the program's stats already cost less than prefetch */  \
 	X(FS_NO_GAIN, "fs_no_gain")    /* prefetch did not pay on this filesystem lately */        \
 	X(PROBE_ENDED, "probe_ended")  /* the program was done before the probe was */            \
-	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */
+	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */      \
+	X(OPENERS_BUSY, "openers_busy")/* every opener thread busy (stuck on a hung filesystem) */ \
+	X(USER_BUSY, "user_busy")      /* max_scans_per_user or _per_cgroup reached */            \
+	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
 #define DA_WALK_END_REASONS(X)                                                                     \

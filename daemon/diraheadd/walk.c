@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <pthread.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "detector.h"
 #include "log.h"
+#include "opener.h"
 #include "policy.h"
 #include "procdir.h"
 
@@ -115,8 +115,7 @@ struct walk_mgr {
 	struct da_stats *st;
 	struct dirahead_engine *e;
 	struct policy *pol;
-	sd_event_source *opener_src;
-	int pipe[2];
+	struct opener *openers;     /* shared with the scans (opener.h) */
 	struct walk *walks;
 	unsigned n;
 	uint64_t next_id;
@@ -125,15 +124,12 @@ struct walk_mgr {
 };
 
 struct open_job {
-	int pipe_fd;
+	struct walk_mgr *m;
 	uint64_t walk_id;
 	struct dirahead_event ev;
 	bool has_top;
 	struct dirahead_event near; /* a scan of the top or of a child of it (has_top) */
-};
-
-struct open_result {
-	uint64_t walk_id;
+	/* results */
 	int fd;                     /* fd of the top (the parent of ev's directory), or -errno */
 	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first */
 	int up_fd[WALK_ANCESTORS];  /* O_PATH fds of them (-1: none) */
@@ -657,22 +653,22 @@ static int open_top(const struct open_job *job)
 	return tfd >= 0 ? tfd : fd;
 }
 
-static void close_result(struct open_result *r)
+static void open_discard(void *arg)
 {
+	struct open_job *r = arg;
 	if (r->fd >= 0)
 		close(r->fd);
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		if (r->up_fd[i] >= 0)
 			close(r->up_fd[i]);
+	free(r);
 }
 
-static void *opener_main(void *arg)
+/* In an opener thread (may hang on the filesystem). */
+static void open_run(void *arg)
 {
-	struct open_job *job = arg;
-	struct open_result r = { .walk_id = job->walk_id };
-	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
-		r.up_fd[i] = -1;
-	int pfd = r.fd = open_top(job);
+	struct open_job *job = arg, *r = job;
+	int pfd = r->fd = open_top(job);
 	/* its ancestors, as far as the mount goes (and the program may search) */
 	struct dirahead_cred c;
 	procdir_cred(&job->ev, &c);
@@ -683,20 +679,16 @@ static void *opener_main(void *arg)
 		struct stat st;
 		cur = up;
 		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
-		    (i && st.st_ino == r.up[i - 1]) || st.st_ino == job->ev.parent_ino) {
+		    (i && st.st_ino == r->up[i - 1]) || st.st_ino == job->ev.parent_ino) {
 			/* not the same mount, or the filesystem's root */
 			if (up >= 0)
 				close(up);
 			break;
 		}
-		r.up[i] = st.st_ino;
-		r.up_fd[i] = up;
+		r->up[i] = st.st_ino;
+		r->up_fd[i] = up;
 	}
 	dirahead_cred_apply(NULL);
-	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r))
-		close_result(&r);
-	free(job);
-	return NULL;
 }
 
 static struct walk *walk_by_id(struct walk_mgr *m, uint64_t id)
@@ -737,28 +729,21 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 	return true;
 }
 
-static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* The opener is done (on the event loop): list from the top, or end the walk. */
+static void opened(void *arg)
 {
-	struct walk_mgr *m = userdata;
-	struct open_result r;
-	(void)src;
-	(void)revents;
-	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
-		struct walk *w = walk_by_id(m, r.walk_id);
-		if (!w || w->ending || w->root) {
-			close_result(&r);
-			continue;
-		}
-		if (r.fd < 0) {
-			log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path,
-				  strerror(-r.fd));
-			close_result(&r);
-			end_walk(w, DA_WALK_END_OPEN_FAILED);
-			continue;
-		}
-		walk_root(w, r.fd, r.up, r.up_fd);
+	struct open_job *r = arg;
+	struct walk *w = walk_by_id(r->m, r->walk_id);
+	if (!w || w->ending || w->root)
+		return open_discard(r);
+	if (r->fd < 0) {
+		log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path, strerror(-r->fd));
+		open_discard(r);
+		end_walk(w, DA_WALK_END_OPEN_FAILED);
+		return;
 	}
-	return 0;
+	walk_root(w, r->fd, r->up, r->up_fd);
+	free(r);
 }
 
 bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid, uint32_t dev_major,
@@ -846,20 +831,17 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 		return false;
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (job) {
-		*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev,
+		*job = (struct open_job){ .m = m, .walk_id = w->id, .ev = *ev, .fd = -1,
 					  .has_top = top_ev != NULL };
+		for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+			job->up_fd[i] = -1;
 		if (top_ev)
 			job->near = *top_ev;
-		pthread_t th;
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 64 * 1024);
-		int r = pthread_create(&th, &attr, opener_main, job);
-		pthread_attr_destroy(&attr);
-		if (!r)
+		if (opener_run(m->openers, ev->dev_major, ev->dev_minor, open_run, opened,
+			       open_discard, job) == 0)
 			return true;
 		free(job);
+		m->st->skips[DA_SKIP_OPENERS_BUSY]++;
 	}
 	end_walk(w, DA_WALK_END_OPEN_FAILED);
 	return false;
@@ -1093,8 +1075,9 @@ void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, v
 	}
 }
 
-struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol)
+struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
+			      struct opener *openers)
 {
 	struct walk_mgr *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -1104,12 +1087,7 @@ struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	m->st = st;
 	m->e = e;
 	m->pol = pol;
-	m->pipe[0] = m->pipe[1] = -1;
-	if (pipe2(m->pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    sd_event_add_io(loop, &m->opener_src, m->pipe[0], EPOLLIN, on_opened, m) < 0) {
-		walk_mgr_free(m);
-		return NULL;
-	}
+	m->openers = openers;
 	return m;
 }
 
@@ -1136,9 +1114,5 @@ void walk_mgr_free(struct walk_mgr *m)
 		if (m->walks == w) /* dirs still cancelling: the engine is freed next, no callbacks */
 			free_walk(w);
 	}
-	sd_event_source_disable_unref(m->opener_src);
-	if (m->pipe[0] >= 0)
-		close(m->pipe[0]);
-	/* The write end stays open: a detached opener stuck on a hung filesystem may still write. */
 	free(m);
 }

@@ -44,8 +44,10 @@ struct walk_info {
 	double age_s;
 };
 
-struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol);
+struct opener;
+struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
+			      struct opener *openers);
 void walk_mgr_reconfigure(struct walk_mgr *w, const struct da_config *cfg);
 /* The process of `ev` (a scan, or a listing) went below or beside a directory it scanned: start
  * a walk from the parent of ev's directory (top_path: the program's name for it; top_ev, if not
