@@ -193,6 +193,13 @@ struct dirahead_engine_opts {
 	                               * submitted first); 0: no limit (default) */
 	unsigned int readers;         /* directories being opened and read at once (default 4;
 	                               * more start for readers stuck on a hung filesystem) */
+	unsigned int cred_depth;      /* requests in flight per credentials (dirahead_dir_opts.cred:
+	                               * one program's, one user's), so that none takes all of
+	                               * `depth`; 0: no limit (default) */
+	/* A request (or the reading) of the directory has been outstanding for stall_ms: its
+	 * filesystem may hang.  Called from dirahead_engine_process(), once per request; may be
+	 * NULL. */
+	void (*on_stall)(struct dirahead_dir *dir, void *dir_data, void *engine_data);
 };
 
 struct dirahead_dir_opts {
@@ -261,6 +268,7 @@ struct dirahead_dir_info {
 	/* added after the draft: */
 	uint64_t list_ns;             /* wall time spent reading it (getdents; not its open) */
 	uint64_t list_cpu_ns;         /* CPU time the readers spent on that */
+	uint64_t stalled;             /* requests (or its read) outstanding longer than stall_ms */
 };
 
 /* Creates an engine.  NULL with errno: EINVAL (bad opts/size), ENOMEM, or, for

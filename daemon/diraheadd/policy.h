@@ -65,6 +65,9 @@ struct pol_fs {
 	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
 	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
 	unsigned doubts;           /* no-gain stretches in a row while PAYS (hysteresis) */
+	uint64_t hung_until;       /* the breaker: its requests hung, nothing is sent before this */
+	uint64_t stall_since;      /* a request has been outstanding long since then (0: none) */
+	uint64_t hung;             /* times the breaker opened */
 	uint64_t last_ns;          /* last use, for eviction */
 	/* Tree-ahead's listings (walk.c): does listing a directory before the program pay here? */
 	struct pol_list {
@@ -155,6 +158,21 @@ enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64
 				     uint64_t cpu_ns, uint64_t now);
 enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
 				   uint64_t prog_ns, uint64_t now);
+
+/*
+ * The breaker.  policy_stalled(): a request to fs has been outstanding for the engine's stall
+ * time; policy_answered(): one of its requests completed.  policy_check_hung() opens the breaker
+ * of every filesystem that stalled and answered nothing for HUNG_DETECT (2 s), calling
+ * opened(fs) for each (its scans and walks end); policy_hung() is true while it is open (10 s,
+ * or until the filesystem answers), and nothing new is sent to it meanwhile.  An opener stuck
+ * there opens it too (policy_fs_hung).
+ */
+void policy_stalled(struct pol_fs *fs, uint64_t now);
+void policy_answered(struct pol_fs *fs);
+void policy_fs_hung(struct pol_fs *fs, uint64_t now);
+bool policy_hung(const struct pol_fs *fs, uint64_t now);
+void policy_check_hung(struct policy *p, uint64_t now, void (*opened)(struct pol_fs *, void *),
+		       void *ctx);
 
 /* Every remembered filesystem, most recently used first. */
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);

@@ -68,6 +68,7 @@ struct scan {
 	struct pol_cost ctl_after;  /* the stretch with prefetch it is compared with */
 	double ctl_late;
 	struct dirahead_cred cred;  /* the program's, when prefetch started: all I/O runs with it */
+	uint64_t cgroup_id;
 };
 
 struct scan_mgr {
@@ -140,6 +141,22 @@ static struct scan *find_scan(struct scan_mgr *m, uint32_t tgid, uint32_t maj, u
 static bool counts_active(const struct scan *s)
 {
 	return s->state == SCAN_OPENING || s->state == SCAN_PREFETCHING;
+}
+
+/* Room for one more scan or walk of this user and this cgroup (walks count as scans): one user,
+ * or one container, cannot hold everybody's. */
+static bool user_room(void *ctx, uint32_t uid, uint64_t cgroup_id)
+{
+	struct scan_mgr *m = ctx;
+	unsigned user = 0, cg = 0;
+	for (struct scan *o = m->scans; o; o = o->next) {
+		if (!counts_active(o))
+			continue;
+		user += o->cred.euid == uid;
+		cg += o->cgroup_id == cgroup_id;
+	}
+	walk_mgr_count_of(m->walks, uid, cgroup_id, &user, &cg);
+	return user < m->cfg.max_scans_per_user && cg < m->cfg.max_scans_per_cgroup;
 }
 
 static struct pol_fs *scan_fs(const struct scan *s)
@@ -369,6 +386,8 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		per_proc += o->tgid == s->tgid && counts_active(o);
 	if (m->active >= m->cfg.max_scans || per_proc >= m->cfg.max_scans_per_process)
 		return DA_SKIP_BUSY;
+	if (!user_room(m, ev->cred_euid, ev->cgroup_id))
+		return DA_SKIP_USER_BUSY;
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return DA_SKIP_ENGINE;
@@ -382,6 +401,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	}
 	s->state = SCAN_OPENING;
 	procdir_cred(ev, &s->cred);
+	s->cgroup_id = ev->cgroup_id;
 	s->app_pos = s->stats_seen = ev->stats;
 	s->start_ns = s->last_ns = now_ns();
 	m->active++;
@@ -443,6 +463,11 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		return skip(m, ev, DA_SKIP_FILTERED);
 	if (ev->dir_size < m->cfg.min_dir_size)
 		return skip(m, ev, DA_SKIP_SMALL);
+	/* the breaker: its requests (or an opener) hang there, send it nothing new */
+	if (policy_hung(policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
+					now_ns()), now_ns()) ||
+	    opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor))
+		return skip(m, ev, DA_SKIP_FS_HUNG);
 	if (find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino))
 		return skip(m, ev, DA_SKIP_DUPLICATE);
 	/* its stats are served by the walk: timing them would judge our own prefetch (a walk covers
@@ -920,10 +945,11 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 		s->completed++;
 		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
 	}
+	struct pol_fs *fs = policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor, fsid.magic,
+					    fsid.mnt_id, now_ns());
+	policy_answered(fs); /* it answers: not hung */
 	if (policy_enabled(m->pol)) {
-		policy_account_latency(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor,
-						       fsid.magic, fsid.mnt_id, now_ns()),
-				       c->latency_ns);
+		policy_account_latency(fs, c->latency_ns);
 		/* a listing walk's CPU is spent listing: it says nothing of an entry's cost */
 		m->tick_listing |= fsid.list_only;
 		if (m->tick_fs == 0) {
@@ -936,6 +962,37 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 			m->tick_fs = 2;
 		}
 	}
+}
+
+/* A request has been outstanding for SCAN_STALL_MS: its filesystem may hang (the breaker). */
+static void on_stall(struct dirahead_dir *dir, void *dir_data, void *data)
+{
+	struct scan_mgr *m = data;
+	struct scan *s = dir_data;
+	struct walk_fs fsid;
+	(void)dir;
+	if (s->owner == DA_OWNER_WALK)
+		walk_fs_of(dir_data, &fsid);
+	else
+		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
+	policy_stalled(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor, fsid.magic,
+				       fsid.mnt_id, now_ns()),
+		       now_ns());
+}
+
+/* The breaker of fs opened: what runs there ends (its requests are abandoned, nothing waits for
+ * them), and nothing new goes there for a while. */
+static void breaker_opened(struct pol_fs *fs, void *ctx)
+{
+	struct scan_mgr *m = ctx;
+	log_warn("filesystem %u:%u: requests hang: nothing is sent to it for a while",
+		 fs->dev_major, fs->dev_minor);
+	for (struct scan *s = m->scans, *next; s; s = next) {
+		next = s->next;
+		if (s->ending < 0 && s->dev_major == fs->dev_major && s->dev_minor == fs->dev_minor)
+			end_scan(s, DA_END_HUNG);
+	}
+	walk_mgr_end_on(m->walks, fs->dev_major, fs->dev_minor, DA_WALK_END_HUNG);
 }
 
 static uint64_t cpu_ns(void)
@@ -1015,6 +1072,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 			end_scan(s, s->state == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
 	}
 	walk_mgr_tick(m->walks);
+	policy_check_hung(m->pol, t, breaker_opened, m);
 	account_cpu(m);
 	sd_event_source_set_time(src, usec + 250000);
 	update_timer(m);
@@ -1046,6 +1104,7 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		/* a walk lists open_dirs directories at once, on a network filesystem latency
 		 * bound: two walks' worth of readers (fixed at start) */
 		.readers = SCAN_READERS,
+		.cred_depth = cfg->depth_per_user, .on_stall = on_stall,
 	};
 	m->engine = dirahead_engine_new(&eo);
 	if (!m->engine) {
@@ -1057,7 +1116,7 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		snprintf(err, errlen, "cannot start the openers: %s", strerror(errno));
 		goto fail;
 	}
-	m->walks = walk_mgr_new(cfg, det, st, m->engine, m->pol, m->openers);
+	m->walks = walk_mgr_new(cfg, det, st, m->engine, m->pol, m->openers, user_room, m);
 	if (!m->walks) {
 		snprintf(err, errlen, "cannot set up tree-ahead: %s", strerror(errno));
 		goto fail;
@@ -1094,6 +1153,7 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
 
 unsigned scan_mgr_active(const struct scan_mgr *m) { return m->active; }
 unsigned scan_mgr_walks(const struct scan_mgr *m) { return walk_mgr_count(m->walks); }
+unsigned scan_mgr_openers_stuck(const struct scan_mgr *m) { return opener_stuck(m->openers); }
 
 uint64_t scan_mgr_inflight(const struct scan_mgr *m)
 {

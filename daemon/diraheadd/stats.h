@@ -17,7 +17,8 @@
 	X(VANISHED, "directory_gone")  /* removed, renamed or unreadable mid-way */               \
 	X(EVICTED, "evicted")          /* the detector dropped its state */                       \
 	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */                   \
-	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */
+	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */ \
+	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */
 
 /* Why a confirmed scan was not prefetched. */
 #define DA_SKIP_REASONS(X)                                                                         \
@@ -45,6 +46,7 @@
 	X(IDLE, "idle")                /* no listing and nothing to fetch for idle_timeout_ms */   \
 	X(NO_GAIN, "no_gain")          /* what it did ahead (fetching, listing) did not pay */    \
 	X(FAST, "fast_listings")       /* listing only, and the listings wait for nothing */      \
+	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */   \
 	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
 	X(SHUTDOWN, "shutdown")
 

@@ -93,6 +93,7 @@ struct walk {
 	uint64_t list_sum_seen, list_n_seen;
 	int last_listed_ahead;      /* -1: none (not a directory of the walk) */
 	struct dirahead_cred cred;  /* the walker's: every directory is listed and fetched so */
+	uint64_t cgroup_id;
 	bool ending;
 	uint64_t start_ns, last_ns;
 };
@@ -116,6 +117,8 @@ struct walk_mgr {
 	struct dirahead_engine *e;
 	struct policy *pol;
 	struct opener *openers;     /* shared with the scans (opener.h) */
+	bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup);
+	void *room_ctx;
 	struct walk *walks;
 	unsigned n;
 	uint64_t next_id;
@@ -274,6 +277,11 @@ static void free_walk(struct walk *w)
 		node_free_mem(z);
 	}
 	free(w);
+}
+
+static struct pol_fs *walk_fs_ev(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	return policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id, now_ns());
 }
 
 static struct pol_fs *walk_fs(struct walk *w)
@@ -790,6 +798,15 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		}
 	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
 		return NULL;
+	/* not where requests hang, and not beyond its user's and cgroup's share */
+	if (policy_hung(walk_fs_ev(m, ev), now_ns())) {
+		m->st->skips[DA_SKIP_FS_HUNG]++;
+		return NULL;
+	}
+	if (m->room && !m->room(m->room_ctx, ev->cred_euid, ev->cgroup_id)) {
+		m->st->skips[DA_SKIP_USER_BUSY]++;
+		return NULL;
+	}
 	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (c) /* a walk of its own now: the detector's entry is set anew below */
 		cand_drop(m, c, false);
@@ -804,6 +821,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		w->up_fd[i] = -1;
 	procdir_cred(ev, &w->cred);
+	w->cgroup_id = ev->cgroup_id;
 	w->start_ns = w->last_ns = now_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
@@ -1075,9 +1093,29 @@ void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, v
 	}
 }
 
+void walk_mgr_count_of(const struct walk_mgr *m, uint32_t uid, uint64_t cgroup, unsigned *user,
+		       unsigned *cgroup_n)
+{
+	for (const struct walk *w = m->walks; w; w = w->next)
+		if (!w->ending) {
+			*user += w->cred.euid == uid;
+			*cgroup_n += w->cgroup_id == cgroup;
+		}
+}
+
+void walk_mgr_end_on(struct walk_mgr *m, uint32_t dev_major, uint32_t dev_minor, int why)
+{
+	for (struct walk *w = m->walks, *next; w; w = next) {
+		next = w->next;
+		if (!w->ending && w->dev_major == dev_major && w->dev_minor == dev_minor)
+			end_walk(w, (enum da_walk_end_reason)why);
+	}
+}
+
 struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
 			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
-			      struct opener *openers)
+			      struct opener *openers,
+			      bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup), void *room_ctx)
 {
 	struct walk_mgr *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -1088,6 +1126,8 @@ struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
 	m->e = e;
 	m->pol = pol;
 	m->openers = openers;
+	m->room = room;
+	m->room_ctx = room_ctx;
 	return m;
 }
 

@@ -97,6 +97,7 @@ struct dirahead_dir {
 	uint32_t cur_pos;
 	uint64_t read_total;
 	unsigned inflight;          /* including stalled requests */
+	unsigned stalled;           /* requests (and a read) outstanding longer than stall_ms */
 	uint64_t submitted, completed, errors;
 	uint64_t list_ns, list_cpu_ns;
 	struct da_cred *cred;       /* NULL: the engine's own credentials */
@@ -431,6 +432,20 @@ static void op_untrack(struct op *op)
 		list_del(&op->age);
 }
 
+/* A stat request is over (or abandoned): it stops counting where it counted. */
+static void req_uncount(struct dirahead_engine *e, struct req *r, struct dirahead_dir *d)
+{
+	if (r->op.stalled) {
+		e->st.stalled--;
+		if (d)
+			d->stalled--;
+	} else {
+		e->inflight--;
+		if (r->op.cred)
+			r->op.cred->inflight--;
+	}
+}
+
 static void dir_start_read(struct dirahead_dir *d)
 {
 	struct dirahead_engine *e = d->e;
@@ -502,6 +517,8 @@ static void rjob_complete(struct dirahead_engine *e, struct rjob *j)
 		return;
 	}
 	d->reading = NULL;
+	if (j->op.stalled)
+		d->stalled--;
 	d->list_ns += j->wall_ns;
 	d->list_cpu_ns += j->cpu_ns;
 	if (!d->opened) {
@@ -571,10 +588,7 @@ static void req_complete(struct dirahead_engine *e, struct req *r)
 	}
 	list_del(&r->dnode);
 	d->inflight--;
-	if (r->op.stalled)
-		e->st.stalled--;
-	else
-		e->inflight--;
+	req_uncount(e, r, d);
 	d->completed++;
 	e->st.completed++;
 	if (r->op.res < 0) {
@@ -633,6 +647,8 @@ static void dir_submit_one(struct dirahead_dir *d)
 	op_track(e, &r->op);
 	d->inflight++;
 	e->inflight++;
+	if (d->cred)
+		d->cred->inflight++;
 	d->submitted++;
 	e->st.submitted++;
 	if (e->uring) {
@@ -651,6 +667,9 @@ static void dir_submit_one(struct dirahead_dir *d)
 static bool dir_can_submit(struct dirahead_dir *d)
 {
 	if (d->state != DIR_ACTIVE || d->inflight >= d->depth)
+		return false;
+	/* one program's (user's) requests cannot take everybody's depth */
+	if (d->cred && d->e->o.cred_depth && d->cred->inflight >= d->e->o.cred_depth)
 		return false;
 	dir_advance(d);
 	dir_maybe_read(d);
@@ -714,14 +733,21 @@ static void check_stalls(struct dirahead_engine *e)
 			break;
 		op_untrack(op);
 		op->stalled = true;
+		if (op->dir)
+			op->dir->stalled++;
 		if (op->is_read) {
 			pool_release(e->read_pool, &op->job);
-			continue;
+		} else {
+			e->inflight--;
+			if (op->cred)
+				op->cred->inflight--;
+			e->st.stalled++;
+			if (e->stat_pool)
+				pool_release(e->stat_pool, &op->job);
 		}
-		e->inflight--;
-		e->st.stalled++;
-		if (e->stat_pool)
-			pool_release(e->stat_pool, &op->job);
+		/* last: the callback may cancel the directory */
+		if (op->dir && e->o.on_stall)
+			e->o.on_stall(op->dir, op->dir->data, e->o.data);
 	}
 }
 
@@ -920,10 +946,7 @@ static void dir_abandon_ops(struct dirahead_dir *d)
 		list_del(pos);
 		r->op.dir = NULL;
 		d->inflight--;
-		if (r->op.stalled)
-			e->st.stalled--;
-		else
-			e->inflight--;
+		req_uncount(e, r, d);
 		op_untrack(&r->op);
 		if (e->uring) {
 			da_uring_cancel(e->uring, r);
@@ -1272,7 +1295,7 @@ void dirahead_dir_get_info(const struct dirahead_dir *d, struct dirahead_dir_inf
 		.read = d->read_total, .submitted = d->submitted, .completed = d->completed,
 		.errors = d->errors, .inflight = d->inflight, .limit = d->limit,
 		.eof = d->eof && !d->error, .open = d->dfd != NULL,
-		.list_ns = d->list_ns, .list_cpu_ns = d->list_cpu_ns,
+		.list_ns = d->list_ns, .list_cpu_ns = d->list_cpu_ns, .stalled = d->stalled,
 	};
 }
 
