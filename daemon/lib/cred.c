@@ -81,23 +81,44 @@ static void own_read(void)
 	own.caps = eff;
 }
 
+static int own_groups(void)
+{
+	gid_t groups[DIRAHEAD_CRED_GROUPS];
+	for (uint32_t i = 0; i < own.ngroups; i++)
+		groups[i] = own.groups[i];
+	return syscall(SYS_setgroups, (size_t)own.ngroups, groups) < 0 ? -errno : 0;
+}
+
 /* The caller's thread takes on c (raw syscalls: this thread only).  From the process's own
- * identity, which can change identities (CAP_SETUID, CAP_SETGID). */
-static int become(const struct dirahead_cred *c)
+ * identity, which can change identities (CAP_SETUID, CAP_SETGID).  A step that fails undoes
+ * the steps before it (so a process without those capabilities stays itself); *changed_uid
+ * says whether the uids were changed (then only come_back() can undo). */
+static int become(const struct dirahead_cred *c, bool *changed_uid)
 {
 	gid_t groups[DIRAHEAD_CRED_GROUPS];
 	uint32_t n = c->ngroups < DIRAHEAD_CRED_GROUPS ? c->ngroups : DIRAHEAD_CRED_GROUPS;
+	int r;
 	for (uint32_t i = 0; i < n; i++)
 		groups[i] = c->groups[i];
+	*changed_uid = false;
 	/* keep the permitted set when the uids stop being 0, so the thread can come back */
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
 		return -errno;
-	if (syscall(SYS_setgroups, (size_t)n, groups) < 0 ||
-	    syscall(SYS_setresgid, c->gid, c->egid, c->sgid) < 0)
+	if (syscall(SYS_setgroups, (size_t)n, groups) < 0)
 		return -errno;
+	if (syscall(SYS_setresgid, c->gid, c->egid, c->sgid) < 0) {
+		r = -errno;
+		own_groups();
+		return r;
+	}
 	syscall(SYS_setfsgid, c->fsgid);
-	if (syscall(SYS_setresuid, c->uid, c->euid, c->suid) < 0)
-		return -errno;
+	if (syscall(SYS_setresuid, c->uid, c->euid, c->suid) < 0) {
+		r = -errno;
+		syscall(SYS_setresgid, own.gid, own.egid, own.sgid);
+		own_groups();
+		return r;
+	}
+	*changed_uid = true;
 	/* setfsuid needs CAP_SETUID unless fsuid is one of the uids: raise it just for that */
 	if (c->fsuid != c->euid) {
 		if (caps_set_effective(1ull << CAP_SETUID) < 0)
@@ -105,7 +126,7 @@ static int become(const struct dirahead_cred *c)
 		syscall(SYS_setfsuid, c->fsuid);
 	}
 	/* only what the program itself may do: of the capabilities it has, those kept here */
-	int r = caps_set_effective(c->caps & own_permitted);
+	r = caps_set_effective(c->caps & own_permitted);
 	return r < 0 ? r : 0;
 }
 
@@ -117,11 +138,7 @@ static int come_back(void)
 	if (syscall(SYS_setresuid, own.uid, own.euid, own.suid) < 0)
 		return -errno;
 	syscall(SYS_setfsuid, own.fsuid);
-	gid_t groups[DIRAHEAD_CRED_GROUPS];
-	for (uint32_t i = 0; i < own.ngroups; i++)
-		groups[i] = own.groups[i];
-	if (syscall(SYS_setgroups, (size_t)own.ngroups, groups) < 0 ||
-	    syscall(SYS_setresgid, own.gid, own.egid, own.sgid) < 0)
+	if (own_groups() < 0 || syscall(SYS_setresgid, own.gid, own.egid, own.sgid) < 0)
 		return -errno;
 	syscall(SYS_setfsgid, own.fsgid);
 	return caps_set_effective(own.caps);
@@ -164,10 +181,11 @@ int dirahead_cred_apply(const struct dirahead_cred *c)
 			return r;
 		acting = false;
 	}
-	int r = become(c);
+	bool changed_uid;
+	int r = become(c, &changed_uid);
 	if (r < 0) {
 		/* half-changed: the thread must not go on with a mixed identity */
-		if (come_back() < 0)
+		if (changed_uid && come_back() < 0)
 			abort();
 		return r;
 	}
