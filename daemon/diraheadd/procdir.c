@@ -130,23 +130,19 @@ static int verify(int fd, const struct dirahead_event *ev)
 	return fd;
 }
 
-/* Reading the directory pfd (O_PATH) is on, as the program: its open of the directory checked
- * read permission, so does this one (by the fd's magic link: no lookup in it, which would need
- * search permission too). */
-static int reopen_as(int pfd, const struct dirahead_cred *c)
+/* Checked to be ev's directory and opened for reading as the program (called acting as it: a
+ * FUSE mount without allow_other refuses even a stat to anyone else), pfd being an O_PATH fd of
+ * it: its open of the directory checked read permission, so does this one (by the fd's magic
+ * link: no lookup in it, which would need search permission too). */
+static int reopen(int pfd, const struct dirahead_event *ev)
 {
 	char p[40];
-	int r = dirahead_cred_apply(c);
-	if (r < 0) {
-		close(pfd);
+	int r = procdir_same(pfd, "", ev, ev->ino);
+	if (r < 0)
 		return r;
-	}
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
 	int fd = open(p, DIR_FLAGS);
-	r = fd < 0 ? -errno : fd;
-	dirahead_cred_apply(NULL);
-	close(pfd);
-	return r;
+	return fd < 0 ? -errno : fd;
 }
 
 /* Resolve `path` as the process would: relative to its cwd, or absolute within its root, with
@@ -154,7 +150,8 @@ static int reopen_as(int pfd, const struct dirahead_cred *c)
  * magic links, so a crafted path cannot make the daemon open something outside what the process
  * itself sees, and every component is searched with the process's rights (a path swapped to
  * somewhere it may not go fails as it would for the process). */
-static int open_path(uint32_t pid, const char *path, const struct dirahead_cred *c)
+static int open_path(uint32_t pid, const char *path, const struct dirahead_event *ev,
+		     const struct dirahead_cred *c)
 {
 	const char *base = "cwd";
 	int bfd, fd, r;
@@ -176,19 +173,26 @@ static int open_path(uint32_t pid, const char *path, const struct dirahead_cred 
 		return r;
 	}
 	fd = sys_openat2(bfd, path, &how);
-	r = fd < 0 ? -errno : fd;
+	r = fd < 0 ? -errno : verify(fd, ev);
 	dirahead_cred_apply(NULL);
 	close(bfd);
 	return r;
 }
 
-/* The fd or cwd link of the process, as the daemon (following another process's links needs
- * CAP_SYS_PTRACE), checked, then reopened as the program. */
+/* The fd or cwd link of the process, followed as the daemon (another process's links need
+ * CAP_SYS_PTRACE), then checked and reopened as the program. */
 static int open_link(uint32_t pid, const char *what, const struct dirahead_event *ev,
 		     const struct dirahead_cred *c)
 {
-	int pfd = verify(procdir_open_pid(pid, what, O_PATH | O_DIRECTORY | O_CLOEXEC), ev);
-	return pfd < 0 ? pfd : reopen_as(pfd, c);
+	int pfd = procdir_open_pid(pid, what, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	int r = dirahead_cred_apply(c);
+	if (r == 0)
+		r = reopen(pfd, ev);
+	dirahead_cred_apply(NULL);
+	close(pfd);
+	return r;
 }
 
 int procdir_open(const struct dirahead_event *ev)
@@ -215,8 +219,7 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = open_path(ev->tgid, path, &c);
-		fd = fd < 0 ? fd : verify(fd, ev);
+		fd = open_path(ev->tgid, path, ev, &c);
 		if (fd >= 0)
 			return fd;
 		if (r == -ENOENT)

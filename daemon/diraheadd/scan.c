@@ -348,9 +348,14 @@ static void open_run(void *arg)
 	job->fd = procdir_open(&job->ev);
 	if (job->fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
 		char name[DIRAHEAD_NAME_LEN];
+		struct dirahead_cred c;
 		memcpy(name, job->ev.name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
-		job->order = order_learn(job->fd, name, job->ev.stats);
+		/* its reading, too, as the program (the filesystem sees who asks) */
+		procdir_cred(&job->ev, &c);
+		if (dirahead_cred_apply(&c) == 0)
+			job->order = order_learn(job->fd, name, job->ev.stats);
+		dirahead_cred_apply(NULL);
 	}
 }
 
@@ -618,7 +623,8 @@ static void opened(void *arg)
 		return;
 	}
 	if (fd < 0) {
-		log_debug("scan of %s by pid %u: cannot open: %s", s->path, s->tgid, strerror(-fd));
+		log_debug("scan of %s by pid %u: cannot open as uid %u gid %u: %s", s->path, s->tgid,
+			  s->cred.euid, s->cred.egid, strerror(-fd));
 		drop_opening(s, fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
 		return;
 	}

@@ -638,12 +638,14 @@ static int parent_of(const struct dirahead_event *e, uint64_t want)
 	int pfd = err < 0 ? -1 : (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
 	if (!err && pfd < 0)
 		err = -errno;
-	dirahead_cred_apply(NULL);
-	close(fd);
+	/* (checked as the program too: a mount without allow_other answers nobody else) */
 	if (pfd >= 0 && procdir_same(pfd, "", e, want) < 0) {
 		close(pfd);
-		return -ESTALE;
+		pfd = -1;
+		err = -ESTALE;
 	}
+	dirahead_cred_apply(NULL);
+	close(fd);
 	return pfd >= 0 ? pfd : err;
 }
 
