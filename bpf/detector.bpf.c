@@ -757,10 +757,12 @@ static __always_inline void adopt_name(struct scan *sc, const struct proc *p, __
 
 /*
  * A process the daemon walks ahead of: report each new directory it lists on the walked
- * filesystem once, and track nothing (the walk covers it); time each listing from its open to
- * its end, so the daemon sees what listings cost the program with and without the walk ahead.
- * true: handled.  One hash lookup per getdents call for every process, walkers are rare: the
- * map is empty most of the time.
+ * filesystem once, and track nothing (the walk covers it); with it, how long the listing took
+ * from the directory's open to its first getdents (what a listing costs when nothing is cached:
+ * the first call reads, and nothing of the program's own work between calls is in it), so the
+ * daemon sees what listings cost the program with and without the walk ahead.  true: handled.
+ * One hash lookup per getdents call for every process, walkers are rare: the map is empty most
+ * of the time.
  */
 static __always_inline bool walker_listing(__u32 tgid, int fd, const struct dirinfo *di, long ret)
 {
@@ -770,21 +772,10 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 
 	if (!w || w->dev != di->dev)
 		return false;
+	if (w->last_ino == di->ino || ret == 0)
+		return true;	/* the same listing (one more getdents, or its end) */
 	now = bpf_ktime_get_ns();
-	if (w->last_ino == di->ino) {
-		/* the same listing, one more getdents; 0: it ended */
-		if (ret == 0 && !w->timed) {
-			w->timed = 1;
-			w->list_sum_ns += now - w->start_ns;
-			w->list_count++;
-		}
-		return true;
-	}
-	if (ret == 0)
-		return true;	/* the end of a listing that began before the walk */
 	w->last_ino = di->ino;
-	w->timed = 0;
-	w->start_ns = w->open_ns && now - w->open_ns < WALKER_OPEN_FRESH_NS ? w->open_ns : now;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
@@ -803,8 +794,8 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 	e->magic = di->magic;
 	e->dir_size = di->size;
 	e->mnt_id = di->mnt_id;
-	e->list_sum_ns = w->list_sum_ns;
-	e->list_count = w->list_count;
+	if (w->open_ns && now - w->open_ns < WALKER_OPEN_FRESH_NS)
+		e->list_ns = now - w->open_ns;
 	fill_cred(e);
 	e->ts_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));

@@ -269,6 +269,8 @@ struct dirahead_dir_info {
 	uint64_t list_ns;             /* wall time spent reading it (getdents; not its open) */
 	uint64_t list_cpu_ns;         /* CPU time the readers spent on that */
 	uint64_t stalled;             /* requests (or its read) outstanding longer than stall_ms */
+	uint64_t first_read_ns;       /* how long its first getdents64 took (what a program's first
+	                               * call on it, uncached, would wait); 0: not read yet */
 };
 
 /* Creates an engine.  NULL with errno: EINVAL (bad opts/size), ENOMEM, or, for

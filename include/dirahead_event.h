@@ -86,13 +86,10 @@ struct dirahead_event {
 	__u64 cgroup_id;   /* its cgroup v2 (for the daemon's limits per cgroup) */
 	__u32 cred_groups[DIRAHEAD_EV_GROUPS];
 	/*
-	 * DIRAHEAD_EV_LISTING only: the walker's listings that ended so far, each timed from its
-	 * O_DIRECTORY open (or its first getdents) to the getdents that returned 0, their total
-	 * and count; cumulative over the walk, so the difference from one event to the next is
-	 * what the directory listed before this one cost the program.
+	 * DIRAHEAD_EV_LISTING only: the time from the walker's O_DIRECTORY open of the directory to
+	 * the return of its first getdents (0: no open just before), what the listing cost it.
 	 */
-	__u64 list_sum_ns;
-	__u64 list_count;
+	__u64 list_ns;
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
@@ -182,12 +179,9 @@ struct dirahead_scan_ctl {
  */
 struct dirahead_walker {
 	__u32 dev;         /* DIRAHEAD_KDEV() of the walked filesystem */
-	__u32 timed;       /* BPF: the listing of last_ino has ended and was counted */
+	__u32 pad;
 	__u64 last_ino;    /* BPF: the directory last reported (one event per listing) */
 	__u64 open_ns;     /* BPF: exit time of the walker's last O_DIRECTORY open */
-	__u64 start_ns;    /* BPF: when the listing of last_ino began */
-	__u64 list_sum_ns; /* BPF: see dirahead_event.list_sum_ns */
-	__u64 list_count;
 };
 
 #endif /* DIRAHEAD_EVENT_H */

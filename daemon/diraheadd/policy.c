@@ -353,13 +353,15 @@ bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now)
 }
 
 enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
-				     uint64_t cpu_ns, uint64_t now)
+				     uint64_t cpu_ns, uint64_t first_ns, uint64_t now)
 {
 	struct pol_list *l = &fs->list;
 	if (!wall_ns)
 		return l->verdict;
 	l->wall_ns = ewma(l->wall_ns, (double)wall_ns, 0.25);
 	l->cpu_ns = ewma(l->cpu_ns, (double)cpu_ns, 0.25);
+	if (first_ns)
+		l->first_ns = ewma(l->first_ns, (double)first_ns, 0.25);
 	if (++l->n_wall >= LIST_MIN_OWN && l->verdict == POL_UNKNOWN && p->cfg.policy_enabled &&
 	    l->wall_ns < LIST_WAIT_FACTOR * l->cpu_ns)
 		list_verdict(p, fs, POL_FAST, now);
@@ -383,7 +385,7 @@ enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahe
 	/* judged every LIST_MIN_JUDGE listings ahead, on the averages so far */
 	if (l->n_ahead % LIST_MIN_JUDGE)
 		return l->verdict;
-	double ref = l->n_own >= 2 ? l->own_ns : l->wall_ns;
+	double ref = l->n_own >= 2 ? l->own_ns : l->first_ns;
 	bool pays = ref > 0 && ref >= p->cfg.min_gain * (l->ahead_ns > 1 ? l->ahead_ns : 1);
 	list_verdict(p, fs, pays ? POL_PAYS : POL_NO_GAIN, now);
 	return l->verdict;

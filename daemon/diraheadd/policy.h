@@ -76,7 +76,8 @@ struct pol_fs {
 					   * bound), ahead it only takes CPU from the program */
 		uint64_t verdict_ns, reprobe_ns;
 		unsigned backoff;
-		double wall_ns, cpu_ns;  /* EWMA: the daemon opening and reading a directory here */
+		double wall_ns, cpu_ns;  /* EWMA: the daemon reading a directory here */
+		double first_ns;         /* EWMA: ... its first getdents of it (like a program's) */
 		double ahead_ns, own_ns; /* EWMA: the program's listing of a directory listed ahead
 					  * of it, and of one it came to first */
 		unsigned n_wall, n_ahead, n_own; /* samples since the last verdict */
@@ -150,12 +151,13 @@ void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns);
  * is not clearly above its CPU time (it waits for nothing) makes the verdict FAST.
  * policy_list_judge(): the program listed a directory; once enough were listed ahead of it, the
  * listing pays if the program's listing of those is min_gain faster than its own first listings
- * (or, before it made enough of those, than the daemon's), else NO_GAIN.
+ * (or, before it made enough of those, than the daemon's first getdents of a directory: what
+ * the program times is its open to its first getdents), else NO_GAIN.
  * Both return the verdict after the sample.
  */
 bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now);
 enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
-				     uint64_t cpu_ns, uint64_t now);
+				     uint64_t cpu_ns, uint64_t first_ns, uint64_t now);
 enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
 				   uint64_t prog_ns, uint64_t now);
 

@@ -855,8 +855,12 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		s->consecutive_misses += delta;
 	}
 	if (!pays_off(s, ev, final)) {
-		if (!final)
+		if (!final) {
 			end_scan(s, DA_END_NO_GAIN);
+			/* fetching its entries does not pay; if it walks, listing ahead still may */
+			walk_mgr_candidate(m->walks, ev);
+			update_timer(m);
+		}
 		return;
 	}
 	if (final || s->state != SCAN_PREFETCHING)

@@ -88,10 +88,10 @@ struct walk {
 	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
 	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
 	bool list_only;
-	/* the program's listings as BPF times them (dirahead_event.list_sum_ns): the totals seen,
-	 * and whether the directory it listed last had been listed ahead of it */
-	uint64_t list_sum_seen, list_n_seen;
-	int last_listed_ahead;      /* -1: none (not a directory of the walk) */
+	/* whether the directory the program listed last had been listed ahead of it (1), not
+	 * opened by the walk (0), or neither (-1): what its listing time (dirahead_event.list_ns)
+	 * is a sample of */
+	int last_listed_ahead;
 	struct dirahead_cred cred;  /* the walker's: every directory is listed and fetched so */
 	uint64_t cgroup_id;
 	bool ending;
@@ -429,9 +429,19 @@ static void visit(struct walk *w, struct wnode *n)
 	}
 	n->visited = true;
 	w->visited++;
-	/* listed ahead of it, or being listed: what the walk did for it (a listing still in
-	 * flight saves it part of its own); the others it came to first */
-	w->last_listed_ahead = n->ahead;
+	/* For the cost model's listing samples: read to its end by the walk before the program
+	 * listed it (ahead), or not opened by the walk at all (its own); one still being read is
+	 * neither (it saves part of a listing: a sample of either kind would mislead). */
+	w->last_listed_ahead = -1;
+	if (!n->ahead) {
+		w->last_listed_ahead = 0;
+	} else {
+		struct dirahead_dir_info info = { 0 };
+		if (n->dir)
+			dirahead_dir_get_info(n->dir, &info);
+		if (n->state == WN_DONE || info.eof)
+			w->last_listed_ahead = 1;
+	}
 	if (n->ahead) {
 		n->ahead = false;
 		w->dirs_ahead--;
@@ -612,7 +622,8 @@ void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info 
 	/* (not the top: the program has just listed it itself, it is cached whatever the
 	 * filesystem) */
 	if (!error && info && n != w->root && policy_enabled(m->pol) &&
-	    policy_list_account(m->pol, walk_fs(w), info->list_ns, info->list_cpu_ns, now_ns()) ==
+	    policy_list_account(m->pol, walk_fs(w), info->list_ns, info->list_cpu_ns,
+				info->first_read_ns, now_ns()) ==
 		    POL_FAST && w->list_only) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
 		end_walk(w, DA_WALK_END_FAST);
@@ -927,28 +938,22 @@ static void cand_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		detector_walker_clear(m->det, ev->tgid);
 }
 
-/* What the program's listing of the directory it listed before this one cost it (BPF times
- * each; the totals come with every event), as a sample for the cost model.  true: the walk
- * ended (its listings do not pay). */
+/* What the program's listing of the directory it lists now cost it (BPF times it), as a sample
+ * for the cost model.  true: the walk ended (its listings do not pay). */
 static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 {
 	struct walk_mgr *m = w->mgr;
-	if (ev->list_count < w->list_n_seen) /* the detector's entry was set anew */
-		w->list_n_seen = w->list_sum_seen = 0;
-	uint64_t dn = ev->list_count - w->list_n_seen, ds = ev->list_sum_ns - w->list_sum_seen;
 	int ahead = w->last_listed_ahead;
-	w->list_n_seen = ev->list_count;
-	w->list_sum_seen = ev->list_sum_ns;
 	w->last_listed_ahead = -1;
-	if (dn != 1 || ahead < 0 || !policy_enabled(m->pol))
+	if (!ev->list_ns || ahead < 0 || !policy_enabled(m->pol))
 		return false;
 	struct pol_fs *fs = walk_fs(w);
 	uint64_t judged = fs->list.judged;
-	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ds, now_ns());
+	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ev->list_ns, now_ns());
 	if (fs->list.judged != judged)
 		log_debug("walk of pid %u: its listings took %.0f us listed ahead, %.0f us its own "
 			  "(%u), the daemon's %.0f us: %s", w->tgid, fs->list.ahead_ns / 1e3,
-			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.wall_ns / 1e3,
+			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.first_ns / 1e3,
 			  pol_verdict_names[v]);
 	if (v == POL_NO_GAIN && w->list_only) {
 		end_walk(w, DA_WALK_END_NO_GAIN);
@@ -964,8 +969,6 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (!w)
 		return cand_listing(m, ev);
 	w->last_ns = now_ns();
-	if (judge_listing(w, ev))
-		return;
 	if (!w->root) { /* the top is still being opened */
 		w->pending_ino = ev->ino;
 		return;
@@ -975,6 +978,8 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		w->pending_ino = 0;
 		w->strays = 0;
 		visit(w, n);
+		if (judge_listing(w, ev))
+			return;
 		pump(w);
 		return;
 	}

@@ -99,7 +99,7 @@ struct dirahead_dir {
 	unsigned inflight;          /* including stalled requests */
 	unsigned stalled;           /* requests (and a read) outstanding longer than stall_ms */
 	uint64_t submitted, completed, errors;
-	uint64_t list_ns, list_cpu_ns;
+	uint64_t list_ns, list_cpu_ns, first_read_ns;
 	struct da_cred *cred;       /* NULL: the engine's own credentials */
 	int error;
 	bool opened, eof, counted_open, list_only;
@@ -542,6 +542,8 @@ static void rjob_complete(struct dirahead_engine *e, struct rjob *j)
 	}
 	d->ds = j->ds;
 	j->ds = NULL;
+	if (d->ds && !d->first_read_ns)
+		d->first_read_ns = d->ds->first_ns;
 	if (j->b && j->b->n) {
 		e->st.batches++;
 		d->read_total += j->b->n;
@@ -1296,6 +1298,7 @@ void dirahead_dir_get_info(const struct dirahead_dir *d, struct dirahead_dir_inf
 		.errors = d->errors, .inflight = d->inflight, .limit = d->limit,
 		.eof = d->eof && !d->error, .open = d->dfd != NULL,
 		.list_ns = d->list_ns, .list_cpu_ns = d->list_cpu_ns, .stalled = d->stalled,
+		.first_read_ns = d->first_read_ns,
 	};
 }
 

@@ -63,6 +63,7 @@ struct da_dirstream {
 	size_t len, pos;
 	bool eof;
 	int64_t cookie;         /* d_off of the last entry returned: lseek() here to continue */
+	uint64_t first_ns;      /* how long its first getdents64 took (0: not called yet) */
 };
 
 int da_ds_init(struct da_dirstream *ds, int fd) DA_HIDDEN;
