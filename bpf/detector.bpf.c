@@ -583,6 +583,41 @@ static __always_inline bool fd_still_on(struct task_struct *task, int fd,
 
 	return fd >= 0 && fd_id(task, fd, &dev, &ino) && dev == key->dev && ino == key->ino;
 }
+
+/* The calling thread's credentials and cgroup into the event (not on the hot path: events
+ * only). */
+static __always_inline void fill_cred(struct dirahead_event *e)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	const struct cred *c = BPF_CORE_READ(task, cred);
+	struct group_info *gi;
+	__u32 n;
+
+	if (!c)
+		return;
+	e->cred_uid = BPF_CORE_READ(c, uid.val);
+	e->cred_euid = BPF_CORE_READ(c, euid.val);
+	e->cred_suid = BPF_CORE_READ(c, suid.val);
+	e->cred_fsuid = BPF_CORE_READ(c, fsuid.val);
+	e->cred_gid = BPF_CORE_READ(c, gid.val);
+	e->cred_egid = BPF_CORE_READ(c, egid.val);
+	e->cred_sgid = BPF_CORE_READ(c, sgid.val);
+	e->cred_fsgid = BPF_CORE_READ(c, fsgid.val);
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	/* kernel_cap_t: one u64 (6.3+) or two u32, the same 8 bytes either way */
+	bpf_probe_read_kernel(&e->cred_caps, sizeof(e->cred_caps), &c->cap_effective);
+	gi = BPF_CORE_READ(c, group_info);
+	if (!gi)
+		return;
+	e->cred_ngroups = BPF_CORE_READ(gi, ngroups);
+	n = e->cred_ngroups;
+	if (n > DIRAHEAD_EV_GROUPS)
+		n = DIRAHEAD_EV_GROUPS;
+	if (n)
+		bpf_probe_read_kernel(e->cred_groups, (n & (2 * DIRAHEAD_EV_GROUPS - 1)) * sizeof(__u32),
+				      &gi->gid[0]);
+}
+
 static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead_scan_key *key,
 				 const struct scan *sc, const struct proc *p,
 				 struct task_struct *task)
@@ -637,6 +672,11 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	e->flags = ((sc->flags & SCAN_UNLISTED) ? DIRAHEAD_EVF_UNLISTED : 0) |
 		   ((sc->flags & SCAN_SORTED) ? DIRAHEAD_EVF_SORTED : 0);
 	e->pad = 0;
+	/* (the ring buffer's memory is not zeroed) */
+	__builtin_memset(&e->cred_uid, 0, offsetof(struct dirahead_event, comm) -
+					  offsetof(struct dirahead_event, cred_uid));
+	if (type != DIRAHEAD_EV_END)
+		fill_cred(e);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, submit_flags(type == DIRAHEAD_EV_END));
 	count(DIRAHEAD_CNT_EVENTS, 1);
@@ -877,10 +917,12 @@ static __always_inline __u64 new_scan_id(void)
 
 /*
  * A process the daemon walks ahead of: report each new directory it lists on the walked
- * filesystem once, and track nothing (the walk covers it); time each listing from its open to
- * its end, so the daemon sees what listings cost the program with and without the walk ahead.
- * true: handled.  One hash lookup per getdents call for every process, walkers are rare: the
- * map is empty most of the time.
+ * filesystem once, and track nothing (the walk covers it); with it, how long the listing took
+ * from the directory's open to its first getdents (what a listing costs when nothing is cached:
+ * the first call reads, and nothing of the program's own work between calls is in it), so the
+ * daemon sees what listings cost the program with and without the walk ahead.  true: handled.
+ * One hash lookup per getdents call for every process, walkers are rare: the map is empty most
+ * of the time.
  */
 static __always_inline bool walker_listing(__u32 tgid, int fd, const struct dirinfo *di, long ret)
 {
@@ -890,21 +932,10 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 
 	if (!w || w->dev != di->dev)
 		return false;
+	if (w->last_ino == di->ino || ret == 0)
+		return true;	/* the same listing (one more getdents, or its end) */
 	now = bpf_ktime_get_ns();
-	if (w->last_ino == di->ino) {
-		/* the same listing, one more getdents; 0: it ended */
-		if (ret == 0 && !w->timed) {
-			w->timed = 1;
-			w->list_sum_ns += now - w->start_ns;
-			w->list_count++;
-		}
-		return true;
-	}
-	if (ret == 0)
-		return true;	/* the end of a listing that began before the walk */
 	w->last_ino = di->ino;
-	w->timed = 0;
-	w->start_ns = w->open_ns && now - w->open_ns < WALKER_OPEN_FRESH_NS ? w->open_ns : now;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
@@ -923,8 +954,9 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 	e->magic = di->magic;
 	e->dir_size = di->size;
 	e->mnt_id = di->mnt_id;
-	e->list_sum_ns = w->list_sum_ns;
-	e->list_count = w->list_count;
+	if (w->open_ns && now - w->open_ns < WALKER_OPEN_FRESH_NS)
+		e->list_ns = now - w->open_ns;
+	fill_cred(e);
 	e->ts_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, submit_flags(true));

@@ -193,6 +193,13 @@ struct dirahead_engine_opts {
 	                               * submitted first); 0: no limit (default) */
 	unsigned int readers;         /* directories being opened and read at once (default 4;
 	                               * more start for readers stuck on a hung filesystem) */
+	unsigned int cred_depth;      /* requests in flight per credentials (dirahead_dir_opts.cred:
+	                               * one program's, one user's), so that none takes all of
+	                               * `depth`; 0: no limit (default) */
+	/* A request (or the reading) of the directory has been outstanding for stall_ms: its
+	 * filesystem may hang.  Called from dirahead_engine_process(), once per request; may be
+	 * NULL. */
+	void (*on_stall)(struct dirahead_dir *dir, void *dir_data, void *engine_data);
 };
 
 struct dirahead_dir_opts {
@@ -204,7 +211,30 @@ struct dirahead_dir_opts {
 	/* added after the draft: */
 	unsigned int batch;           /* entries per batch (sort and find scope); 0: 8192 */
 	unsigned int flags;           /* DIRAHEAD_DIR_* */
+	const struct dirahead_cred *cred; /* do all of the directory's I/O (its open, its reading,
+	                               * every stat) with these credentials; NULL: the engine's own.
+	                               * Copied: the caller's struct need not outlive the call. */
 };
+
+/*
+ * Credentials (dirahead_dir_opts.cred, dirahead_cred_apply()): those of the program a prefetch is
+ * for, so that every permission check is the program's own and a FUSE mount that admits only its
+ * owner (no allow_other) serves it.  Applying them needs CAP_SETUID and CAP_SETGID in the
+ * process's permitted set; of `caps` (bits 1 << CAP_*), only those in the permitted set become
+ * effective, and no other capability is effective meanwhile.  Unused groups must be 0.
+ */
+#define DIRAHEAD_CRED_GROUPS 32
+struct dirahead_cred {
+	uint32_t uid, euid, suid, fsuid;
+	uint32_t gid, egid, sgid, fsgid;
+	uint32_t ngroups;             /* at most DIRAHEAD_CRED_GROUPS */
+	uint32_t groups[DIRAHEAD_CRED_GROUPS];
+	uint64_t caps;
+};
+/* The calling thread acts with c from now on (NULL: with the process's own credentials again).
+ * Linux credentials are per thread: other threads are not affected.  0 or -errno (EPERM without
+ * CAP_SETUID/CAP_SETGID, E2BIG for too many groups). */
+int dirahead_cred_apply(const struct dirahead_cred *c);
 
 /*
  * List the directory, fetch only the entries that may be directories (getdents reports
@@ -238,6 +268,9 @@ struct dirahead_dir_info {
 	/* added after the draft: */
 	uint64_t list_ns;             /* wall time spent reading it (getdents; not its open) */
 	uint64_t list_cpu_ns;         /* CPU time the readers spent on that */
+	uint64_t stalled;             /* requests (or its read) outstanding longer than stall_ms */
+	uint64_t first_read_ns;       /* how long its first getdents64 took (what a program's first
+	                               * call on it, uncached, would wait); 0: not read yet */
 };
 
 /* Creates an engine.  NULL with errno: EINVAL (bad opts/size), ENOMEM, or, for

@@ -14,6 +14,7 @@
 #define DIRAHEAD_COMM_LEN 16
 #define DIRAHEAD_NAME_LEN 64   /* leading bytes of the last entry name stat'ed (for sorted order) */
 #define DIRAHEAD_PATH_LEN 256  /* the process's own name for the directory */
+#define DIRAHEAD_EV_GROUPS 32  /* supplementary groups an event carries */
 
 enum dirahead_event_type {
 	DIRAHEAD_EV_SCAN = 1,     /* a scan was confirmed: listing + confirm_stats matching stats */
@@ -73,13 +74,23 @@ struct dirahead_event {
 	__u64 parent_ino;  /* inode of the directory's parent (its dentry's), 0 if unknown: which
 			    * listing a new one is below, for tree-ahead (daemon/diraheadd/walk.c) */
 	/*
-	 * DIRAHEAD_EV_LISTING only: the walker's listings that ended so far, each timed from its
-	 * O_DIRECTORY open (or its first getdents) to the getdents that returned 0, their total
-	 * and count; cumulative over the walk, so the difference from one event to the next is
-	 * what the directory listed before this one cost the program.
+	 * SCAN, PROGRESS and LISTING: the credentials of the calling thread (kernel ids, as the
+	 * initial user namespace sees them), so that the daemon prefetches with the program's own
+	 * rights: ids, the first DIRAHEAD_EV_GROUPS supplementary groups (cred_ngroups is how many it
+	 * has), effective capabilities (bit 1 << CAP_*).
 	 */
-	__u64 list_sum_ns;
-	__u64 list_count;
+	__u32 cred_uid, cred_euid, cred_suid, cred_fsuid;
+	__u32 cred_gid, cred_egid, cred_sgid, cred_fsgid;
+	__u32 cred_ngroups;
+	__u32 cred_pad;
+	__u64 cred_caps;
+	__u64 cgroup_id;   /* its cgroup v2 (for the daemon's limits per cgroup) */
+	__u32 cred_groups[DIRAHEAD_EV_GROUPS];
+	/*
+	 * DIRAHEAD_EV_LISTING only: the time from the walker's O_DIRECTORY open of the directory to
+	 * the return of its first getdents (0: no open just before), what the listing cost it.
+	 */
+	__u64 list_ns;
 	char comm[DIRAHEAD_COMM_LEN];
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
@@ -201,12 +212,9 @@ struct dirahead_mute {
  */
 struct dirahead_walker {
 	__u32 dev;         /* DIRAHEAD_KDEV() of the walked filesystem */
-	__u32 timed;       /* BPF: the listing of last_ino has ended and was counted */
+	__u32 pad;
 	__u64 last_ino;    /* BPF: the directory last reported (one event per listing) */
 	__u64 open_ns;     /* BPF: exit time of the walker's last O_DIRECTORY open */
-	__u64 start_ns;    /* BPF: when the listing of last_ino began */
-	__u64 list_sum_ns; /* BPF: see dirahead_event.list_sum_ns */
-	__u64 list_count;
 };
 
 #endif /* DIRAHEAD_EVENT_H */

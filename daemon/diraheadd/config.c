@@ -28,6 +28,9 @@ void da_config_defaults(struct da_config *c)
 		.window_max = 1024,    /* above Lustre's 128: one stat is one round trip here, no batching */
 		.max_scans = 16,       /* Lustre statahead_running_max */
 		.max_scans_per_process = 4,
+		.max_scans_per_user = 8,     /* half of max_scans: one user cannot take them all */
+		.max_scans_per_cgroup = 8,
+		.depth_per_user = 64,        /* half of depth_total */
 		.depth_per_scan = 64,
 		.depth_total = 128,
 		.engine = DIRAHEAD_BACKEND_AUTO,
@@ -195,6 +198,9 @@ static const struct uint_key uint_keys[] = {
 	U("prefetch", "window_max", window_max, 1, 1u << 20),
 	U("prefetch", "max_scans", max_scans, 1, 4096),
 	U("prefetch", "max_scans_per_process", max_scans_per_process, 1, 4096),
+	U("prefetch", "max_scans_per_user", max_scans_per_user, 1, 4096),
+	U("prefetch", "max_scans_per_cgroup", max_scans_per_cgroup, 1, 4096),
+	U("prefetch", "depth_per_user", depth_per_user, 1, 65536),
 	U("prefetch", "depth_per_scan", depth_per_scan, 1, 4096),
 	U("prefetch", "depth_total", depth_total, 1, 65536),
 	U("prefetch", "idle_timeout_ms", idle_timeout_ms, 10, 3600000),

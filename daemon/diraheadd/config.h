@@ -29,6 +29,9 @@ struct da_config {
 	unsigned window_max;        /* the window doubles on hits up to this */
 	unsigned max_scans;         /* concurrent scans, all processes together */
 	unsigned max_scans_per_process;
+	unsigned max_scans_per_user;   /* scans and walks at once for one uid */
+	unsigned max_scans_per_cgroup; /* ... for one cgroup */
+	unsigned depth_per_user;       /* requests in flight for one program's credentials */
 	unsigned depth_per_scan;    /* requests in flight per scan */
 	unsigned depth_total;       /* requests in flight in total */
 	enum dirahead_backend engine;

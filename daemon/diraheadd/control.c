@@ -121,6 +121,7 @@ static json_object *jstats(struct daemon *d)
 	json_object_object_add(o, "walk_entries_used", json_object_new_uint64(s->walk_entries_used));
 	json_object_object_add(o, "walks_ended", wended);
 	json_object_object_add(o, "active_walks", json_object_new_uint64(scan_mgr_walks(d->mgr)));
+	json_object_object_add(o, "openers_stuck", json_object_new_uint64(scan_mgr_openers_stuck(d->mgr)));
 	json_object_object_add(o, "walk_listings", json_object_new_uint64(s->walk_listings));
 	json_object_object_add(o, "walk_dirs_opened", json_object_new_uint64(s->walk_dirs_opened));
 	json_object_object_add(o, "walk_dirs_ahead", json_object_new_uint64(s->walk_dirs_ahead));

@@ -119,9 +119,14 @@ char *metrics_text(struct daemon *d)
 		fprintf(f, "dirahead_scans_ended_total{reason=\"%s\"} %llu\n", da_end_reason_names[i],
 			(unsigned long long)s->scans_ended[i]);
 	head(f, "dirahead_skips_total", "counter", "Confirmed scans not prefetched, by reason.");
+	/* Every local user may read this page: "mismatch" (something other than the directory
+	 * opened) next to "open_failed" would tell whether another user's path exists.  Both
+	 * are open_failed here; `diraheadctl stats` (root or the control group) tells them apart. */
 	for (int i = 0; i < DA_SKIP_MAX; i++)
-		fprintf(f, "dirahead_skips_total{reason=\"%s\"} %llu\n", da_skip_reason_names[i],
-			(unsigned long long)s->skips[i]);
+		if (i != DA_SKIP_MISMATCH)
+			fprintf(f, "dirahead_skips_total{reason=\"%s\"} %llu\n", da_skip_reason_names[i],
+				(unsigned long long)(s->skips[i] +
+						     (i == DA_SKIP_OPEN_FAILED ? s->skips[DA_SKIP_MISMATCH] : 0)));
 	one(f, "dirahead_entries_prefetched_total", "counter", "Entries whose attributes were prefetched.",
 	    s->entries_prefetched);
 	one(f, "dirahead_hits_total", "counter", "Application stats that found the entry prefetched.", s->hits);
@@ -185,6 +190,9 @@ char *metrics_text(struct daemon *d)
 	one(f, "dirahead_walk_entries_used_total", "counter",
 	    "Entries walks fetched in directories the program then listed.", s->walk_entries_used);
 	one(f, "dirahead_active_walks", "gauge", "Walks running now.", scan_mgr_walks(d->mgr));
+	one(f, "dirahead_openers_stuck", "gauge",
+	    "Openers (of scans' and walks' directories) running for over a second now: on a hung filesystem.",
+	    scan_mgr_openers_stuck(d->mgr));
 	head(f, "dirahead_walk_dirs_total", "counter",
 	     "Directories of walks: listed by the walk (opened), then listed by the program after the walk (ahead) or before it (late), or passed over by the program (skipped).");
 	fprintf(f, "dirahead_walk_dirs_total{outcome=\"opened\"} %llu\n", (unsigned long long)s->walk_dirs_opened);

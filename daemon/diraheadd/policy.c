@@ -25,6 +25,10 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
 /* A listing whose wall time is below this multiple of its CPU time waited for (almost) nothing:
  * the directory was cached, there is no I/O to overlap. */
 #define LIST_WAIT_FACTOR 2.0
+/* How long a filesystem whose requests hung gets nothing new (then one scan tries again), and
+ * how long stalled requests must go unanswered for that. */
+#define HUNG_NS (10ull * 1000000000ull)
+#define HUNG_DETECT_NS (2ull * 1000000000ull)
 
 struct policy {
 	struct da_config cfg; /* shallow copy: only scalars are read */
@@ -349,13 +353,15 @@ bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now)
 }
 
 enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
-				     uint64_t cpu_ns, uint64_t now)
+				     uint64_t cpu_ns, uint64_t first_ns, uint64_t now)
 {
 	struct pol_list *l = &fs->list;
 	if (!wall_ns)
 		return l->verdict;
 	l->wall_ns = ewma(l->wall_ns, (double)wall_ns, 0.25);
 	l->cpu_ns = ewma(l->cpu_ns, (double)cpu_ns, 0.25);
+	if (first_ns)
+		l->first_ns = ewma(l->first_ns, (double)first_ns, 0.25);
 	if (++l->n_wall >= LIST_MIN_OWN && l->verdict == POL_UNKNOWN && p->cfg.policy_enabled &&
 	    l->wall_ns < LIST_WAIT_FACTOR * l->cpu_ns)
 		list_verdict(p, fs, POL_FAST, now);
@@ -379,10 +385,47 @@ enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahe
 	/* judged every LIST_MIN_JUDGE listings ahead, on the averages so far */
 	if (l->n_ahead % LIST_MIN_JUDGE)
 		return l->verdict;
-	double ref = l->n_own >= 2 ? l->own_ns : l->wall_ns;
+	double ref = l->n_own >= 2 ? l->own_ns : l->first_ns;
 	bool pays = ref > 0 && ref >= p->cfg.min_gain * (l->ahead_ns > 1 ? l->ahead_ns : 1);
 	list_verdict(p, fs, pays ? POL_PAYS : POL_NO_GAIN, now);
 	return l->verdict;
+}
+
+void policy_fs_hung(struct pol_fs *fs, uint64_t now)
+{
+	if (fs->hung_until <= now)
+		fs->hung++;
+	fs->hung_until = now + HUNG_NS;
+	fs->stall_since = 0;
+}
+
+bool policy_hung(const struct pol_fs *fs, uint64_t now)
+{
+	return now < fs->hung_until;
+}
+
+void policy_stalled(struct pol_fs *fs, uint64_t now)
+{
+	if (!fs->stall_since)
+		fs->stall_since = now;
+}
+
+void policy_answered(struct pol_fs *fs)
+{
+	fs->stall_since = 0;
+	fs->hung_until = 0;
+}
+
+void policy_check_hung(struct policy *p, uint64_t now, void (*opened)(struct pol_fs *, void *),
+		       void *ctx)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pol_fs *fs = &p->fs[i];
+		if (fs->stall_since && now - fs->stall_since >= HUNG_DETECT_NS) {
+			policy_fs_hung(fs, now);
+			opened(fs, ctx);
+		}
+	}
 }
 
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx)

@@ -65,6 +65,9 @@ struct pol_fs {
 	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
 	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
 	unsigned doubts;           /* no-gain stretches in a row while PAYS (hysteresis) */
+	uint64_t hung_until;       /* the breaker: its requests hung, nothing is sent before this */
+	uint64_t stall_since;      /* a request has been outstanding long since then (0: none) */
+	uint64_t hung;             /* times the breaker opened */
 	uint64_t last_ns;          /* last use, for eviction */
 	/* Tree-ahead's listings (walk.c): does listing a directory before the program pay here? */
 	struct pol_list {
@@ -73,7 +76,8 @@ struct pol_fs {
 					   * bound), ahead it only takes CPU from the program */
 		uint64_t verdict_ns, reprobe_ns;
 		unsigned backoff;
-		double wall_ns, cpu_ns;  /* EWMA: the daemon opening and reading a directory here */
+		double wall_ns, cpu_ns;  /* EWMA: the daemon reading a directory here */
+		double first_ns;         /* EWMA: ... its first getdents of it (like a program's) */
 		double ahead_ns, own_ns; /* EWMA: the program's listing of a directory listed ahead
 					  * of it, and of one it came to first */
 		unsigned n_wall, n_ahead, n_own; /* samples since the last verdict */
@@ -147,14 +151,30 @@ void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns);
  * is not clearly above its CPU time (it waits for nothing) makes the verdict FAST.
  * policy_list_judge(): the program listed a directory; once enough were listed ahead of it, the
  * listing pays if the program's listing of those is min_gain faster than its own first listings
- * (or, before it made enough of those, than the daemon's), else NO_GAIN.
+ * (or, before it made enough of those, than the daemon's first getdents of a directory: what
+ * the program times is its open to its first getdents), else NO_GAIN.
  * Both return the verdict after the sample.
  */
 bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now);
 enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
-				     uint64_t cpu_ns, uint64_t now);
+				     uint64_t cpu_ns, uint64_t first_ns, uint64_t now);
 enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
 				   uint64_t prog_ns, uint64_t now);
+
+/*
+ * The breaker.  policy_stalled(): a request to fs has been outstanding for the engine's stall
+ * time; policy_answered(): one of its requests completed.  policy_check_hung() opens the breaker
+ * of every filesystem that stalled and answered nothing for HUNG_DETECT (2 s), calling
+ * opened(fs) for each (its scans and walks end); policy_hung() is true while it is open (10 s,
+ * or until the filesystem answers), and nothing new is sent to it meanwhile.  An opener stuck
+ * there opens it too (policy_fs_hung).
+ */
+void policy_stalled(struct pol_fs *fs, uint64_t now);
+void policy_answered(struct pol_fs *fs);
+void policy_fs_hung(struct pol_fs *fs, uint64_t now);
+bool policy_hung(const struct pol_fs *fs, uint64_t now);
+void policy_check_hung(struct policy *p, uint64_t now, void (*opened)(struct pol_fs *, void *),
+		       void *ctx);
 
 /* Every remembered filesystem, most recently used first. */
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);

@@ -11,6 +11,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK)
 #define PROC_SUPER_MAGIC 0x9fa0
@@ -99,6 +100,23 @@ int procdir_same(int dfd, const char *name, const struct dirahead_event *ev, uin
 	return stx.stx_dev_major == ev->dev_major && stx.stx_dev_minor == ev->dev_minor ? 0 : -ESTALE;
 }
 
+void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c)
+{
+	uint32_t n = ev->cred_ngroups < DIRAHEAD_EV_GROUPS ? ev->cred_ngroups : DIRAHEAD_EV_GROUPS;
+	*c = (struct dirahead_cred){
+		.uid = ev->cred_uid, .euid = ev->cred_euid, .suid = ev->cred_suid,
+		.fsuid = ev->cred_fsuid, .gid = ev->cred_gid, .egid = ev->cred_egid,
+		.sgid = ev->cred_sgid, .fsgid = ev->cred_fsgid, .ngroups = n,
+	};
+	/* More groups than an event carries: the first ones only, which can only refuse the daemon
+	 * what the program could do, never the other way round. */
+	memcpy(c->groups, ev->cred_groups, n * sizeof(c->groups[0]));
+	/* Of its capabilities, what bears on reading directories and stat'ing their entries (a
+	 * backup agent running as root): the daemon's own CAP_DAC_READ_SEARCH stands for both. */
+	if (ev->cred_caps & ((1ull << CAP_DAC_READ_SEARCH) | (1ull << CAP_DAC_OVERRIDE)))
+		c->caps = 1ull << CAP_DAC_READ_SEARCH;
+}
+
 /* Only the directory BPF saw counts: paths and fds can be renamed or reused under us. */
 static int verify(int fd, const struct dirahead_event *ev)
 {
@@ -112,13 +130,31 @@ static int verify(int fd, const struct dirahead_event *ev)
 	return fd;
 }
 
-/* Resolve `path` as the process would: relative to its cwd, or absolute within its root.  Path
- * resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses magic links, so a
- * crafted path cannot make the daemon open something outside what the process itself sees. */
-static int open_path(int task, const char *path)
+/* Checked to be ev's directory and opened for reading as the program (called acting as it: a
+ * FUSE mount without allow_other refuses even a stat to anyone else), pfd being an O_PATH fd of
+ * it: its open of the directory checked read permission, so does this one (by the fd's magic
+ * link: no lookup in it, which would need search permission too). */
+static int reopen(int pfd, const struct dirahead_event *ev)
+{
+	char p[40];
+	int r = procdir_same(pfd, "", ev, ev->ino);
+	if (r < 0)
+		return r;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
+	int fd = open(p, DIR_FLAGS);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Resolve `path` as the process would: relative to its cwd, or absolute within its root, with
+ * its credentials.  Resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses
+ * magic links, so a crafted path cannot make the daemon open something outside what the process
+ * itself sees, and every component is searched with the process's rights (a path swapped to
+ * somewhere it may not go fails as it would for the process). */
+static int open_path(int task, const char *path, const struct dirahead_event *ev,
+		     const struct dirahead_cred *c)
 {
 	const char *base = "cwd";
-	int bfd, fd;
+	int bfd, fd, r;
 	struct open_how how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS };
 
 	if (path[0] == '/') {
@@ -131,12 +167,32 @@ static int open_path(int task, const char *path)
 	}
 	bfd = openat(task, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
-		return -1;
+		return -errno;
+	if ((r = dirahead_cred_apply(c)) < 0) {
+		close(bfd);
+		return r;
+	}
 	fd = sys_openat2(bfd, path, &how);
-	int e = errno;
+	r = fd < 0 ? -errno : ev ? verify(fd, ev) : fd;
+	dirahead_cred_apply(NULL);
 	close(bfd);
-	errno = e;
-	return fd;
+	return r;
+}
+
+/* The fd or cwd link of the process, followed as the daemon (another process's links need
+ * CAP_SYS_PTRACE), then checked and reopened as the program. */
+static int open_link(int task, const char *what, const struct dirahead_event *ev,
+		     const struct dirahead_cred *c)
+{
+	int pfd = openat(task, what, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	int r = dirahead_cred_apply(c);
+	if (r == 0)
+		r = reopen(pfd, ev);
+	dirahead_cred_apply(NULL);
+	close(pfd);
+	return r;
 }
 
 /*
@@ -165,17 +221,19 @@ int procdir_open(const struct dirahead_event *ev)
 {
 	char p[32];
 	int r = -ENOENT, fd, task = open_task(ev);
+	struct dirahead_cred c;
+	procdir_cred(ev, &c);
 
 	if (task < 0)
 		return task == -ENOTDIR ? -ENOENT : task;
 	if (ev->ref & DIRAHEAD_REF_FD) {
 		snprintf(p, sizeof(p), "fd/%d", ev->fd);
-		r = verify(openat(task, p, DIR_FLAGS), ev);
+		r = open_link(task, p, ev, &c);
 		if (r >= 0)
 			goto out;
 	}
 	if (ev->ref & DIRAHEAD_REF_CWD) {
-		fd = verify(openat(task, "cwd", DIR_FLAGS), ev);
+		fd = open_link(task, "cwd", ev, &c);
 		if (fd >= 0) {
 			r = fd;
 			goto out;
@@ -187,7 +245,7 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = verify(open_path(task, path), ev);
+		fd = open_path(task, path, ev, &c);
 		if (fd >= 0) {
 			r = fd;
 			goto out;
@@ -206,6 +264,7 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 	char path[DIRAHEAD_PATH_LEN];
 	struct statx stx;
 	struct statfs sf;
+	struct dirahead_cred c;
 	int task, fd;
 
 	if (!(ev->ref & DIRAHEAD_REF_PATH) || !ev->path[0])
@@ -215,11 +274,12 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 		return task;
 	memcpy(path, ev->path, sizeof(path));
 	path[sizeof(path) - 1] = '\0';
-	fd = open_path(task, path);
-	int e = errno;
+	procdir_cred(ev, &c);
+	fd = open_path(task, path, NULL, &c);
 	close(task);
 	if (fd < 0)
-		return e == ENOTDIR ? -ENOENT : -e;
+		return fd == -ENOTDIR ? -ENOENT : fd;
+	int e;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_SIZE | STATX_MNT_ID |
 		  STATX_MNT_ID_UNIQUE, &stx) < 0 || fstatfs(fd, &sf) < 0) {
 		e = errno;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dirahead.h"
 #include "dirahead_event.h"
 
 /*
@@ -25,11 +26,16 @@ int procdir_open_pid(uint32_t pid, const char *what, int flags);
  * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID (the
  * /proc/PID/task/TID of the thread that made the call, while it lives), so
  * that processes in other mount namespaces and chroots resolve as they see it, and returns an
- * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if it is the directory BPF saw (procdir_same).
+ * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if it is the directory BPF saw (procdir_same).  The
+ * process's links are followed as the daemon; the directory is opened, and a path resolved, with
+ * the program's credentials at the event (procdir_cred), so that nothing opens that the program
+ * could not open.  The calling thread has the daemon's own credentials on return.
  * Returns -ENOENT when nothing opened (process gone, directory gone), -ESTALE when something
- * opened but was another directory, other -errno otherwise.
+ * opened but was another directory, other -errno otherwise (-EACCES: the program may not).
  */
 int procdir_open(const struct dirahead_event *ev);
+/* The program's credentials at ev, for its prefetch (dirahead_dir_opts.cred). */
+void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c);
 
 /* Where the event's path leads, as the process resolves it. */
 struct procdir_id {

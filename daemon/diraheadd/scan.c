@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "dirahead.h"
 #include "fsmagic.h"
 #include "log.h"
+#include "opener.h"
 #include "order.h"
 #include "policy.h"
 #include "procdir.h"
@@ -76,6 +76,8 @@ struct scan {
 	struct pol_sample ctl_from; /* the control stretch began here (CTL_MEASURE) */
 	struct pol_cost ctl_after;  /* the stretch with prefetch it is compared with */
 	double ctl_late;
+	struct dirahead_cred cred;  /* the program's, when prefetch started: all I/O runs with it */
+	uint64_t cgroup_id;
 };
 
 struct scan_mgr {
@@ -84,9 +86,9 @@ struct scan_mgr {
 	struct detector *det;
 	struct da_stats *st;
 	struct dirahead_engine *engine;
-	sd_event_source *engine_src, *opener_src, *timer_src;
+	sd_event_source *engine_src, *timer_src;
 	sd_event_source *poll_src;  /* drains events BPF queued without waking us (lazy wakeup) */
-	int opener_pipe[2];
+	struct opener *openers;     /* for scans and walks (opener.h) */
 	struct scan *scans;
 	struct pending *pending;
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
@@ -119,17 +121,19 @@ struct scan_mgr {
  * this often while scans or walks run, and whenever the engine wakes it. */
 #define SCAN_POLL_USEC 5000
 
+/* Openers at once (scans and walks together), and how long one may take before it counts as
+ * stuck on its filesystem. */
+#define OPENERS 8
+#define OPENER_STUCK_MS 1000
+
 struct open_job {
-	int pipe_fd;
+	struct scan_mgr *m;
 	bool learn;                 /* learn the program's order (order.h) */
 	bool resolve;               /* find which directory ev->path names (procdir_resolve) */
 	uint64_t scan_id;
 	struct dirahead_event ev;
-};
-
-struct open_result {
-	uint64_t scan_id;
-	int fd;                     /* >= 0 (the receiver owns it), or -errno */
+	/* results */
+	int fd;                     /* >= 0, or -errno */
 	enum dirahead_order order;  /* learnt, when the job asked */
 	bool resolved;              /* a resolve job's: the identity below */
 	struct procdir_id id;
@@ -165,6 +169,22 @@ static struct scan *find_scan(struct scan_mgr *m, uint32_t tgid, uint32_t maj, u
 static bool counts_active(const struct scan *s)
 {
 	return s->state == SCAN_OPENING || s->state == SCAN_PREFETCHING;
+}
+
+/* Room for one more scan or walk of this user and this cgroup (walks count as scans): one user,
+ * or one container, cannot hold everybody's. */
+static bool user_room(void *ctx, uint32_t uid, uint64_t cgroup_id)
+{
+	struct scan_mgr *m = ctx;
+	unsigned user = 0, cg = 0;
+	for (struct scan *o = m->scans; o; o = o->next) {
+		if (!counts_active(o))
+			continue;
+		user += o->cred.euid == uid;
+		cg += o->cgroup_id == cgroup_id;
+	}
+	walk_mgr_count_of(m->walks, uid, cgroup_id, &user, &cg);
+	return user < m->cfg.max_scans_per_user && cg < m->cfg.max_scans_per_cgroup;
 }
 
 static struct pol_fs *scan_fs(const struct scan *s)
@@ -366,41 +386,41 @@ static void drop_opening(struct scan *s, enum da_skip_reason why)
 	free_scan(s);
 }
 
-static void *opener_main(void *arg)
+/* In an opener thread (may hang on the filesystem). */
+static void open_run(void *arg)
 {
 	struct open_job *job = arg;
-	struct open_result r = { .scan_id = job->scan_id, .order = DIRAHEAD_ORDER_READDIR,
-				 .resolved = job->resolve };
+	if (job->fd >= 0)
+		return; /* opened already (a run by path's directory, handed over) */
+	job->order = DIRAHEAD_ORDER_READDIR;
 	/* A run by path: which directory, opened for the prefetch at once (one open fewer: every
 	 * round trip here is stats the program makes without help). */
-	r.fd = job->resolve ? procdir_resolve(&job->ev, &r.id) : procdir_open(&job->ev);
-	if (r.fd >= 0 && job->learn && (job->ev.flags & DIRAHEAD_EVF_SORTED)) {
-		r.order = DIRAHEAD_ORDER_NAME; /* BPF saw its names come in order: no reading */
-	} else if (r.fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
+	job->fd = job->resolve ? procdir_resolve(&job->ev, &job->id) : procdir_open(&job->ev);
+	job->resolved = job->resolve;
+	if (job->fd >= 0 && job->learn && (job->ev.flags & DIRAHEAD_EVF_SORTED)) {
+		job->order = DIRAHEAD_ORDER_NAME; /* BPF saw its names come in order: no reading */
+	} else if (job->fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
 		char name[DIRAHEAD_NAME_LEN];
+		struct dirahead_cred c;
 		memcpy(name, job->ev.name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
-		r.order = order_learn(r.fd, name, job->ev.stats);
+		/* its reading, too, as the program (the filesystem sees who asks) */
+		procdir_cred(&job->ev, &c);
+		if (dirahead_cred_apply(&c) == 0)
+			job->order = order_learn(job->fd, name, job->ev.stats);
+		dirahead_cred_apply(NULL);
 	}
-	/* A pipe write of less than PIPE_BUF is atomic; if the daemon is gone, so is the reader. */
-	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r) && r.fd >= 0)
-		close(r.fd);
-	free(job);
-	return NULL;
 }
 
-/* Runs opener_main(job) in a detached thread of its own; takes job on success. */
-static int spawn_opener(struct open_job *job)
+static void open_discard(void *arg)
 {
-	pthread_t th;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	int r = pthread_create(&th, &attr, opener_main, job);
-	pthread_attr_destroy(&attr);
-	return r ? -r : 0;
+	struct open_job *job = arg;
+	if (job->fd >= 0)
+		close(job->fd);
+	free(job);
 }
+
+static void opened(void *arg);
 
 static enum dirahead_order choose_order(const struct scan_mgr *m, const struct dirahead_event *ev)
 {
@@ -424,18 +444,12 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		per_proc += o->tgid == s->tgid && counts_active(o);
 	if (m->active >= m->cfg.max_scans || per_proc >= m->cfg.max_scans_per_process)
 		return DA_SKIP_BUSY;
-	if (s->pre_fd >= 0) {
-		/* opened already (a run by path): its result goes the opener's way, at once */
-		struct open_result r = { .scan_id = s->id, .fd = s->pre_fd, .order = s->pre_order };
-		if (write(m->opener_pipe[1], &r, sizeof(r)) == sizeof(r)) {
-			s->pre_fd = -1;
-			goto started;
-		}
-	}
+	if (!user_room(m, ev->cred_euid, ev->cgroup_id))
+		return DA_SKIP_USER_BUSY;
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return DA_SKIP_ENGINE;
-	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = s->id, .ev = *ev,
+	*job = (struct open_job){ .m = m, .scan_id = s->id, .ev = *ev, .fd = -1,
 				  .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
 	/* the directory as the daemon knows it: a run by path's events name it by a hash */
 	job->ev.dev_major = s->dev_major;
@@ -443,12 +457,22 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	job->ev.ino = s->ino;
 	job->ev.mnt_id = s->mnt_id;
 	job->ev.magic = s->magic;
-	if (spawn_opener(job) < 0) {
-		free(job);
-		return DA_SKIP_ENGINE;
+	if (s->pre_fd >= 0) {
+		/* opened already (a run by path): handed to the opener, which only passes it on */
+		job->fd = s->pre_fd;
+		job->order = s->pre_order;
+		job->learn = false;
 	}
-started:
+	int r = opener_run(m->openers, s->dev_major, s->dev_minor, open_run, opened,
+			   open_discard, job);
+	if (r < 0) {
+		free(job);
+		return r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
+	}
+	s->pre_fd = -1; /* the job's now */
 	s->state = SCAN_OPENING;
+	procdir_cred(ev, &s->cred);
+	s->cgroup_id = ev->cgroup_id;
 	s->app_pos = s->stats_seen = ev->stats;
 	s->start_ns = s->last_ns = now_ns();
 	m->active++;
@@ -513,10 +537,14 @@ static int start_resolving(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (!p || !job)
 		goto fail;
 	p->ev = *ev;
-	*job = (struct open_job){ .pipe_fd = m->opener_pipe[1], .scan_id = ev->scan_id, .ev = *ev,
+	*job = (struct open_job){ .m = m, .scan_id = ev->scan_id, .ev = *ev, .fd = -1,
 				  .resolve = true, .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
-	if (spawn_opener(job) < 0)
-		goto fail;
+	int r = opener_run(m->openers, 0, 0, open_run, opened, open_discard, job);
+	if (r < 0) {
+		free(p);
+		free(job);
+		return r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
+	}
 	p->next = m->pending;
 	m->pending = p;
 	update_timer(m);
@@ -588,6 +616,11 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		return skip(m, ev, DA_SKIP_FILTERED);
 	if (ev->dir_size < m->cfg.min_dir_size)
 		return skip(m, ev, DA_SKIP_SMALL);
+	/* the breaker: its requests (or an opener) hang there, send it nothing new */
+	if (policy_hung(policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
+					now_ns()), now_ns()) ||
+	    opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor))
+		return skip(m, ev, DA_SKIP_FS_HUNG);
 	struct scan *dup = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
 	if (dup && dup->bdev_major == bdev_major && dup->bdev_minor == bdev_minor &&
 	    dup->bino == bino) {
@@ -732,7 +765,7 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 }
 
 /* The directory of a run of stats by path is known (or could not be opened): admit it. */
-static void on_resolved(struct scan_mgr *m, const struct open_result *r)
+static void on_resolved(struct scan_mgr *m, const struct open_job *r)
 {
 	struct pending *p = NULL, **pp;
 	for (pp = &m->pending; *pp; pp = &(*pp)->next)
@@ -772,70 +805,71 @@ static void on_resolved(struct scan_mgr *m, const struct open_result *r)
 	update_timer(m);
 }
 
-static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* The opener is done (on the event loop): prefetch, or drop the scan. */
+static void opened(void *arg)
 {
-	struct scan_mgr *m = userdata;
-	struct open_result r;
-	(void)src;
-	(void)revents;
-	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
-		if (r.resolved) {
-			on_resolved(m, &r);
-			continue;
-		}
-		struct scan *s = find_scan_id(m, r.scan_id);
-		if (!s || s->state != SCAN_OPENING) {
-			if (r.fd >= 0)
-				close(r.fd);
-			continue;
-		}
-		if (s->ending >= 0) { /* ended while opening; counted already */
-			if (r.fd >= 0)
-				close(r.fd);
-			free_scan(s);
-			continue;
-		}
-		if (r.fd < 0) {
-			log_debug("scan of %s by pid %u: cannot open: %s", s->path, s->tgid, strerror(-r.fd));
-			drop_opening(s, r.fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
-			continue;
-		}
-		char real[4096] = "";
-		char link[64];
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", r.fd);
-		ssize_t n = readlink(link, real, sizeof(real) - 1);
-		real[n > 0 ? n : 0] = '\0';
-		if ((m->cfg.path_include.n || m->cfg.path_exclude.n) &&
-		    !allowed(&m->cfg.path_include, &m->cfg.path_exclude, real, prefix_match)) {
-			close(r.fd);
-			drop_opening(s, DA_SKIP_FILTERED);
-			continue;
-		}
-		s->limit = s->app_pos + s->window;
-		s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
-		unsigned batch = 0;
-		if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && r.order != s->order) {
-			/* sorted as the program sorts: a whole fts chunk in one batch */
-			s->order = r.order;
-			batch = ORDER_FTS_CHUNK;
-			m->st->orders_learnt[r.order == DIRAHEAD_ORDER_INODE ? 0 : 1]++;
-			log_debug("scan of %s by pid %u: the program stats in %s order", s->path, s->tgid,
-				  dirahead_order_name(r.order));
-		}
-		struct dirahead_dir_opts o = {
-			.size = sizeof(o), .order = s->order, .limit = s->limit,
-			.depth = s->depth, .data = s, .batch = batch,
-		};
-		s->dir = dirahead_dir_submit(m->engine, r.fd, &o);
-		close(r.fd);
-		if (!s->dir) {
-			drop_opening(s, DA_SKIP_ENGINE);
-			continue;
-		}
-		s->state = SCAN_PREFETCHING;
-		detector_scan_step(m->det, s->id, progress_step(s));
+	struct open_job *job = arg;
+	struct scan_mgr *m = job->m;
+	if (job->resolved) {
+		on_resolved(m, job);
+		free(job);
+		return;
 	}
-	return 0;
+	struct scan *s = find_scan_id(m, job->scan_id);
+	int fd = job->fd;
+	enum dirahead_order order = job->order;
+	free(job);
+	if (!s || s->state != SCAN_OPENING) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (s->ending >= 0) { /* ended while opening; counted already */
+		if (fd >= 0)
+			close(fd);
+		free_scan(s);
+		return;
+	}
+	if (fd < 0) {
+		log_debug("scan of %s by pid %u: cannot open as uid %u gid %u: %s", s->path, s->tgid,
+			  s->cred.euid, s->cred.egid, strerror(-fd));
+		drop_opening(s, fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
+		return;
+	}
+	char real[4096] = "";
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, sizeof(real) - 1);
+	real[n > 0 ? n : 0] = '\0';
+	if ((m->cfg.path_include.n || m->cfg.path_exclude.n) &&
+	    !allowed(&m->cfg.path_include, &m->cfg.path_exclude, real, prefix_match)) {
+		close(fd);
+		drop_opening(s, DA_SKIP_FILTERED);
+		return;
+	}
+	s->limit = s->app_pos + s->window;
+	s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
+	unsigned batch = 0;
+	if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && order != s->order) {
+		/* sorted as the program sorts: a whole fts chunk in one batch */
+		s->order = order;
+		batch = ORDER_FTS_CHUNK;
+		m->st->orders_learnt[order == DIRAHEAD_ORDER_INODE ? 0 : 1]++;
+		log_debug("scan of %s by pid %u: the program stats in %s order", s->path, s->tgid,
+			  dirahead_order_name(order));
+	}
+	struct dirahead_dir_opts o = {
+		.size = sizeof(o), .order = s->order, .limit = s->limit,
+		.depth = s->depth, .data = s, .batch = batch, .cred = &s->cred,
+	};
+	s->dir = dirahead_dir_submit(m->engine, fd, &o);
+	close(fd);
+	if (!s->dir) {
+		drop_opening(s, DA_SKIP_ENGINE);
+		return;
+	}
+	s->state = SCAN_PREFETCHING;
+	detector_scan_step(m->det, s->id, progress_step(s));
 }
 
 /* A first judgment that prefetch pays by less than this, on a filesystem where it has not paid
@@ -1030,8 +1064,12 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		s->consecutive_misses += delta;
 	}
 	if (!pays_off(s, ev, final)) {
-		if (!final)
+		if (!final) {
 			end_scan(s, DA_END_NO_GAIN);
+			/* fetching its entries does not pay; if it walks, listing ahead still may */
+			walk_mgr_candidate(m->walks, ev);
+			update_timer(m);
+		}
 		return;
 	}
 	if (final || s->state != SCAN_PREFETCHING)
@@ -1131,10 +1169,11 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 		s->completed++;
 		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
 	}
+	struct pol_fs *fs = policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor, fsid.magic,
+					    fsid.mnt_id, now_ns());
+	policy_answered(fs); /* it answers: not hung */
 	if (policy_enabled(m->pol)) {
-		policy_account_latency(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor,
-						       fsid.magic, fsid.mnt_id, now_ns()),
-				       c->latency_ns);
+		policy_account_latency(fs, c->latency_ns);
 		/* a listing walk's CPU is spent listing: it says nothing of an entry's cost */
 		m->tick_listing |= fsid.list_only;
 		if (m->tick_fs == 0) {
@@ -1147,6 +1186,37 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 			m->tick_fs = 2;
 		}
 	}
+}
+
+/* A request has been outstanding for SCAN_STALL_MS: its filesystem may hang (the breaker). */
+static void on_stall(struct dirahead_dir *dir, void *dir_data, void *data)
+{
+	struct scan_mgr *m = data;
+	struct scan *s = dir_data;
+	struct walk_fs fsid;
+	(void)dir;
+	if (s->owner == DA_OWNER_WALK)
+		walk_fs_of(dir_data, &fsid);
+	else
+		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
+	policy_stalled(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor, fsid.magic,
+				       fsid.mnt_id, now_ns()),
+		       now_ns());
+}
+
+/* The breaker of fs opened: what runs there ends (its requests are abandoned, nothing waits for
+ * them), and nothing new goes there for a while. */
+static void breaker_opened(struct pol_fs *fs, void *ctx)
+{
+	struct scan_mgr *m = ctx;
+	log_warn("filesystem %u:%u: requests hang: nothing is sent to it for a while",
+		 fs->dev_major, fs->dev_minor);
+	for (struct scan *s = m->scans, *next; s; s = next) {
+		next = s->next;
+		if (s->ending < 0 && s->dev_major == fs->dev_major && s->dev_minor == fs->dev_minor)
+			end_scan(s, DA_END_HUNG);
+	}
+	walk_mgr_end_on(m->walks, fs->dev_major, fs->dev_minor, DA_WALK_END_HUNG);
 }
 
 static uint64_t cpu_ns(void)
@@ -1267,6 +1337,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 		}
 	}
 	walk_mgr_tick(m->walks);
+	policy_check_hung(m->pol, t, breaker_opened, m);
 	account_cpu(m);
 	sd_event_source_set_time(src, usec + 250000);
 	update_timer(m);
@@ -1285,7 +1356,6 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	m->cfg = *cfg;
 	m->det = det;
 	m->st = st;
-	m->opener_pipe[0] = m->opener_pipe[1] = -1;
 	m->pol = policy_new(cfg);
 	if (!m->pol) {
 		snprintf(err, errlen, "out of memory");
@@ -1299,25 +1369,25 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		/* a walk lists open_dirs directories at once, on a network filesystem latency
 		 * bound: two walks' worth of readers (fixed at start) */
 		.readers = SCAN_READERS,
+		.cred_depth = cfg->depth_per_user, .on_stall = on_stall,
 	};
 	m->engine = dirahead_engine_new(&eo);
 	if (!m->engine) {
 		snprintf(err, errlen, "cannot start the prefetch engine: %s", strerror(errno));
 		goto fail;
 	}
-	if (pipe2(m->opener_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+	m->openers = opener_new(loop, OPENERS, OPENER_STUCK_MS);
+	if (!m->openers) {
+		snprintf(err, errlen, "cannot start the openers: %s", strerror(errno));
 		goto fail;
 	}
-	m->walks = walk_mgr_new(loop, cfg, det, st, m->engine, m->pol);
+	m->walks = walk_mgr_new(cfg, det, st, m->engine, m->pol, m->openers, user_room, m);
 	if (!m->walks) {
 		snprintf(err, errlen, "cannot set up tree-ahead: %s", strerror(errno));
 		goto fail;
 	}
 	int r = sd_event_add_io(loop, &m->engine_src, dirahead_engine_fd(m->engine), EPOLLIN,
 				on_engine, m);
-	if (r >= 0)
-		r = sd_event_add_io(loop, &m->opener_src, m->opener_pipe[0], EPOLLIN, on_opened, m);
 	if (r >= 0)
 		r = sd_event_add_time_relative(loop, &m->timer_src, CLOCK_MONOTONIC, 250000, 50000,
 					       on_timer, m);
@@ -1352,6 +1422,7 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
 
 unsigned scan_mgr_active(const struct scan_mgr *m) { return m->active; }
 unsigned scan_mgr_walks(const struct scan_mgr *m) { return walk_mgr_count(m->walks); }
+unsigned scan_mgr_openers_stuck(const struct scan_mgr *m) { return opener_stuck(m->openers); }
 
 uint64_t scan_mgr_inflight(const struct scan_mgr *m)
 {
@@ -1421,7 +1492,6 @@ void scan_mgr_free(struct scan_mgr *m)
 		discard(s);
 	}
 	sd_event_source_disable_unref(m->engine_src);
-	sd_event_source_disable_unref(m->opener_src);
 	sd_event_source_disable_unref(m->timer_src);
 	sd_event_source_disable_unref(m->poll_src);
 	while (m->pending) {
@@ -1429,9 +1499,8 @@ void scan_mgr_free(struct scan_mgr *m)
 		m->pending = p->next;
 		free(p);
 	}
-	if (m->opener_pipe[0] >= 0)
-		close(m->opener_pipe[0]);
+	/* Openers stuck on a hung filesystem are left to finish on their own. */
+	opener_free(m->openers);
 	policy_free(m->pol);
-	/* The write end stays open: a detached opener stuck on a hung filesystem may still write. */
 	free(m);
 }

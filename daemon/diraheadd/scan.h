@@ -38,6 +38,7 @@ int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr);
 void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
 unsigned scan_mgr_walks(const struct scan_mgr *m);  /* walks running (walk.h) */
+unsigned scan_mgr_openers_stuck(const struct scan_mgr *m);
 uint64_t scan_mgr_inflight(const struct scan_mgr *m);
 const char *scan_mgr_backend(const struct scan_mgr *m);
 /* fn(ctx) is called when a probe needs the programs' stats timed (detector_stat_timing). */

@@ -17,7 +17,8 @@
 	X(VANISHED, "directory_gone")  /* removed, renamed or unreadable mid-way */               \
 	X(EVICTED, "evicted")          /* the detector dropped its state */                       \
 	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */                   \
-	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */
+	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */ \
+	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */
 
 /* Why a confirmed scan was not prefetched. */
 #define DA_SKIP_REASONS(X)                                                                         \
@@ -33,7 +34,10 @@
 	X(FAST, "fast_stats")          /* the program's stats already cost less than prefetch */  \
 	X(FS_NO_GAIN, "fs_no_gain")    /* prefetch did not pay on this filesystem lately */        \
 	X(PROBE_ENDED, "probe_ended")  /* the program was done before the probe was */            \
-	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */
+	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */      \
+	X(OPENERS_BUSY, "openers_busy")/* every opener thread busy (stuck on a hung filesystem) */ \
+	X(USER_BUSY, "user_busy")      /* max_scans_per_user or _per_cgroup reached */            \
+	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
 #define DA_WALK_END_REASONS(X)                                                                     \
@@ -42,6 +46,7 @@
 	X(IDLE, "idle")                /* no listing and nothing to fetch for idle_timeout_ms */   \
 	X(NO_GAIN, "no_gain")          /* what it did ahead (fetching, listing) did not pay */    \
 	X(FAST, "fast_listings")       /* listing only, and the listings wait for nothing */      \
+	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */   \
 	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
 	X(SHUTDOWN, "shutdown")
 

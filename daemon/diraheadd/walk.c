@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <pthread.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "detector.h"
 #include "log.h"
+#include "opener.h"
 #include "policy.h"
 #include "procdir.h"
 
@@ -88,10 +88,12 @@ struct walk {
 	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
 	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
 	bool list_only;
-	/* the program's listings as BPF times them (dirahead_event.list_sum_ns): the totals seen,
-	 * and whether the directory it listed last had been listed ahead of it */
-	uint64_t list_sum_seen, list_n_seen;
-	int last_listed_ahead;      /* -1: none (not a directory of the walk) */
+	/* whether the directory the program listed last had been listed ahead of it (1), not
+	 * opened by the walk (0), or neither (-1): what its listing time (dirahead_event.list_ns)
+	 * is a sample of */
+	int last_listed_ahead;
+	struct dirahead_cred cred;  /* the walker's: every directory is listed and fetched so */
+	uint64_t cgroup_id;
 	bool ending;
 	uint64_t start_ns, last_ns;
 };
@@ -114,8 +116,9 @@ struct walk_mgr {
 	struct da_stats *st;
 	struct dirahead_engine *e;
 	struct policy *pol;
-	sd_event_source *opener_src;
-	int pipe[2];
+	struct opener *openers;     /* shared with the scans (opener.h) */
+	bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup);
+	void *room_ctx;
 	struct walk *walks;
 	unsigned n;
 	uint64_t next_id;
@@ -124,15 +127,12 @@ struct walk_mgr {
 };
 
 struct open_job {
-	int pipe_fd;
+	struct walk_mgr *m;
 	uint64_t walk_id;
 	struct dirahead_event ev;
 	bool has_top;
 	struct dirahead_event near; /* a scan of the top or of a child of it (has_top) */
-};
-
-struct open_result {
-	uint64_t walk_id;
+	/* results */
 	int fd;                     /* fd of the top (the parent of ev's directory), or -errno */
 	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first */
 	int up_fd[WALK_ANCESTORS];  /* O_PATH fds of them (-1: none) */
@@ -279,6 +279,11 @@ static void free_walk(struct walk *w)
 	free(w);
 }
 
+static struct pol_fs *walk_fs_ev(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	return policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id, now_ns());
+}
+
 static struct pol_fs *walk_fs(struct walk *w)
 {
 	return policy_fs_mount(w->mgr->pol, w->dev_major, w->dev_minor, w->magic, w->mnt_id,
@@ -293,7 +298,8 @@ static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
 	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
 					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
 					   .depth = depth, .data = n,
-					   .flags = w->list_only ? DIRAHEAD_DIR_LIST_ONLY : 0 };
+					   .flags = w->list_only ? DIRAHEAD_DIR_LIST_ONLY : 0,
+					   .cred = &w->cred };
 }
 
 
@@ -423,9 +429,19 @@ static void visit(struct walk *w, struct wnode *n)
 	}
 	n->visited = true;
 	w->visited++;
-	/* listed ahead of it, or being listed: what the walk did for it (a listing still in
-	 * flight saves it part of its own); the others it came to first */
-	w->last_listed_ahead = n->ahead;
+	/* For the cost model's listing samples: read to its end by the walk before the program
+	 * listed it (ahead), or not opened by the walk at all (its own); one still being read is
+	 * neither (it saves part of a listing: a sample of either kind would mislead). */
+	w->last_listed_ahead = -1;
+	if (!n->ahead) {
+		w->last_listed_ahead = 0;
+	} else {
+		struct dirahead_dir_info info = { 0 };
+		if (n->dir)
+			dirahead_dir_get_info(n->dir, &info);
+		if (n->state == WN_DONE || info.eof)
+			w->last_listed_ahead = 1;
+	}
 	if (n->ahead) {
 		n->ahead = false;
 		w->dirs_ahead--;
@@ -606,7 +622,8 @@ void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info 
 	/* (not the top: the program has just listed it itself, it is cached whatever the
 	 * filesystem) */
 	if (!error && info && n != w->root && policy_enabled(m->pol) &&
-	    policy_list_account(m->pol, walk_fs(w), info->list_ns, info->list_cpu_ns, now_ns()) ==
+	    policy_list_account(m->pol, walk_fs(w), info->list_ns, info->list_cpu_ns,
+				info->first_read_ns, now_ns()) ==
 		    POL_FAST && w->list_only) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
 		end_walk(w, DA_WALK_END_FAST);
@@ -624,14 +641,22 @@ static int parent_of(const struct dirahead_event *e, uint64_t want)
 	int fd = procdir_open(e);
 	if (fd < 0)
 		return fd;
-	/* The parent as the program reached it: same mount, no symlink; checked by inode. */
-	int pfd = (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
-	int err = pfd < 0 ? -errno : 0;
-	close(fd);
+	/* The parent as the program reached it: same mount, no symlink, its rights; checked by
+	 * inode. */
+	struct dirahead_cred c;
+	procdir_cred(e, &c);
+	int err = dirahead_cred_apply(&c);
+	int pfd = err < 0 ? -1 : (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
+	if (!err && pfd < 0)
+		err = -errno;
+	/* (checked as the program too: a mount without allow_other answers nobody else) */
 	if (pfd >= 0 && procdir_same(pfd, "", e, want) < 0) {
 		close(pfd);
-		return -ESTALE;
+		pfd = -1;
+		err = -ESTALE;
 	}
+	dirahead_cred_apply(NULL);
+	close(fd);
 	return pfd >= 0 ? pfd : err;
 }
 
@@ -649,41 +674,42 @@ static int open_top(const struct open_job *job)
 	return tfd >= 0 ? tfd : fd;
 }
 
-static void close_result(struct open_result *r)
+static void open_discard(void *arg)
 {
+	struct open_job *r = arg;
 	if (r->fd >= 0)
 		close(r->fd);
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		if (r->up_fd[i] >= 0)
 			close(r->up_fd[i]);
+	free(r);
 }
 
-static void *opener_main(void *arg)
+/* In an opener thread (may hang on the filesystem). */
+static void open_run(void *arg)
 {
-	struct open_job *job = arg;
-	struct open_result r = { .walk_id = job->walk_id };
-	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
-		r.up_fd[i] = -1;
-	int pfd = r.fd = open_top(job);
-	/* its ancestors, as far as the mount goes */
+	struct open_job *job = arg, *r = job;
+	int pfd = r->fd = open_top(job);
+	/* its ancestors, as far as the mount goes (and the program may search) */
+	struct dirahead_cred c;
+	procdir_cred(&job->ev, &c);
+	if (pfd >= 0 && dirahead_cred_apply(&c) < 0)
+		pfd = -1;
 	for (int cur = pfd, i = 0; pfd >= 0 && i < WALK_ANCESTORS; i++) {
 		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
 		struct stat st;
 		cur = up;
 		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
-		    (i && st.st_ino == r.up[i - 1]) || st.st_ino == job->ev.parent_ino) {
+		    (i && st.st_ino == r->up[i - 1]) || st.st_ino == job->ev.parent_ino) {
 			/* not the same mount, or the filesystem's root */
 			if (up >= 0)
 				close(up);
 			break;
 		}
-		r.up[i] = st.st_ino;
-		r.up_fd[i] = up;
+		r->up[i] = st.st_ino;
+		r->up_fd[i] = up;
 	}
-	if (write(job->pipe_fd, &r, sizeof(r)) != sizeof(r))
-		close_result(&r);
-	free(job);
-	return NULL;
+	dirahead_cred_apply(NULL);
 }
 
 static struct walk *walk_by_id(struct walk_mgr *m, uint64_t id)
@@ -724,28 +750,21 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 	return true;
 }
 
-static int on_opened(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* The opener is done (on the event loop): list from the top, or end the walk. */
+static void opened(void *arg)
 {
-	struct walk_mgr *m = userdata;
-	struct open_result r;
-	(void)src;
-	(void)revents;
-	while (read(fd, &r, sizeof(r)) == sizeof(r)) {
-		struct walk *w = walk_by_id(m, r.walk_id);
-		if (!w || w->ending || w->root) {
-			close_result(&r);
-			continue;
-		}
-		if (r.fd < 0) {
-			log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path,
-				  strerror(-r.fd));
-			close_result(&r);
-			end_walk(w, DA_WALK_END_OPEN_FAILED);
-			continue;
-		}
-		walk_root(w, r.fd, r.up, r.up_fd);
+	struct open_job *r = arg;
+	struct walk *w = walk_by_id(r->m, r->walk_id);
+	if (!w || w->ending || w->root)
+		return open_discard(r);
+	if (r->fd < 0) {
+		log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path, strerror(-r->fd));
+		open_discard(r);
+		end_walk(w, DA_WALK_END_OPEN_FAILED);
+		return;
 	}
-	return 0;
+	walk_root(w, r->fd, r->up, r->up_fd);
+	free(r);
 }
 
 bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid, uint32_t dev_major,
@@ -792,6 +811,15 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		}
 	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
 		return NULL;
+	/* not where requests hang, and not beyond its user's and cgroup's share */
+	if (policy_hung(walk_fs_ev(m, ev), now_ns())) {
+		m->st->skips[DA_SKIP_FS_HUNG]++;
+		return NULL;
+	}
+	if (m->room && !m->room(m->room_ctx, ev->cred_euid, ev->cgroup_id)) {
+		m->st->skips[DA_SKIP_USER_BUSY]++;
+		return NULL;
+	}
 	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (c) /* a walk of its own now: the detector's entry is set anew below */
 		cand_drop(m, c, false);
@@ -805,6 +833,8 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 			    .list_only = list_only, .last_listed_ahead = -1 };
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		w->up_fd[i] = -1;
+	procdir_cred(ev, &w->cred);
+	w->cgroup_id = ev->cgroup_id;
 	w->start_ns = w->last_ns = now_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
@@ -832,20 +862,17 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 		return false;
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (job) {
-		*job = (struct open_job){ .pipe_fd = m->pipe[1], .walk_id = w->id, .ev = *ev,
+		*job = (struct open_job){ .m = m, .walk_id = w->id, .ev = *ev, .fd = -1,
 					  .has_top = top_ev != NULL };
+		for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+			job->up_fd[i] = -1;
 		if (top_ev)
 			job->near = *top_ev;
-		pthread_t th;
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 64 * 1024);
-		int r = pthread_create(&th, &attr, opener_main, job);
-		pthread_attr_destroy(&attr);
-		if (!r)
+		if (opener_run(m->openers, ev->dev_major, ev->dev_minor, open_run, opened,
+			       open_discard, job) == 0)
 			return true;
 		free(job);
+		m->st->skips[DA_SKIP_OPENERS_BUSY]++;
 	}
 	end_walk(w, DA_WALK_END_OPEN_FAILED);
 	return false;
@@ -911,28 +938,22 @@ static void cand_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		detector_walker_clear(m->det, ev->tgid);
 }
 
-/* What the program's listing of the directory it listed before this one cost it (BPF times
- * each; the totals come with every event), as a sample for the cost model.  true: the walk
- * ended (its listings do not pay). */
+/* What the program's listing of the directory it lists now cost it (BPF times it), as a sample
+ * for the cost model.  true: the walk ended (its listings do not pay). */
 static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 {
 	struct walk_mgr *m = w->mgr;
-	if (ev->list_count < w->list_n_seen) /* the detector's entry was set anew */
-		w->list_n_seen = w->list_sum_seen = 0;
-	uint64_t dn = ev->list_count - w->list_n_seen, ds = ev->list_sum_ns - w->list_sum_seen;
 	int ahead = w->last_listed_ahead;
-	w->list_n_seen = ev->list_count;
-	w->list_sum_seen = ev->list_sum_ns;
 	w->last_listed_ahead = -1;
-	if (dn != 1 || ahead < 0 || !policy_enabled(m->pol))
+	if (!ev->list_ns || ahead < 0 || !policy_enabled(m->pol))
 		return false;
 	struct pol_fs *fs = walk_fs(w);
 	uint64_t judged = fs->list.judged;
-	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ds, now_ns());
+	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ev->list_ns, now_ns());
 	if (fs->list.judged != judged)
 		log_debug("walk of pid %u: its listings took %.0f us listed ahead, %.0f us its own "
 			  "(%u), the daemon's %.0f us: %s", w->tgid, fs->list.ahead_ns / 1e3,
-			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.wall_ns / 1e3,
+			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.first_ns / 1e3,
 			  pol_verdict_names[v]);
 	if (v == POL_NO_GAIN && w->list_only) {
 		end_walk(w, DA_WALK_END_NO_GAIN);
@@ -948,8 +969,6 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (!w)
 		return cand_listing(m, ev);
 	w->last_ns = now_ns();
-	if (judge_listing(w, ev))
-		return;
 	if (!w->root) { /* the top is still being opened */
 		w->pending_ino = ev->ino;
 		return;
@@ -959,6 +978,8 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		w->pending_ino = 0;
 		w->strays = 0;
 		visit(w, n);
+		if (judge_listing(w, ev))
+			return;
 		pump(w);
 		return;
 	}
@@ -1079,8 +1100,29 @@ void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, v
 	}
 }
 
-struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol)
+void walk_mgr_count_of(const struct walk_mgr *m, uint32_t uid, uint64_t cgroup, unsigned *user,
+		       unsigned *cgroup_n)
+{
+	for (const struct walk *w = m->walks; w; w = w->next)
+		if (!w->ending) {
+			*user += w->cred.euid == uid;
+			*cgroup_n += w->cgroup_id == cgroup;
+		}
+}
+
+void walk_mgr_end_on(struct walk_mgr *m, uint32_t dev_major, uint32_t dev_minor, int why)
+{
+	for (struct walk *w = m->walks, *next; w; w = next) {
+		next = w->next;
+		if (!w->ending && w->dev_major == dev_major && w->dev_minor == dev_minor)
+			end_walk(w, (enum da_walk_end_reason)why);
+	}
+}
+
+struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
+			      struct opener *openers,
+			      bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup), void *room_ctx)
 {
 	struct walk_mgr *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -1090,12 +1132,9 @@ struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 	m->st = st;
 	m->e = e;
 	m->pol = pol;
-	m->pipe[0] = m->pipe[1] = -1;
-	if (pipe2(m->pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    sd_event_add_io(loop, &m->opener_src, m->pipe[0], EPOLLIN, on_opened, m) < 0) {
-		walk_mgr_free(m);
-		return NULL;
-	}
+	m->openers = openers;
+	m->room = room;
+	m->room_ctx = room_ctx;
 	return m;
 }
 
@@ -1122,9 +1161,5 @@ void walk_mgr_free(struct walk_mgr *m)
 		if (m->walks == w) /* dirs still cancelling: the engine is freed next, no callbacks */
 			free_walk(w);
 	}
-	sd_event_source_disable_unref(m->opener_src);
-	if (m->pipe[0] >= 0)
-		close(m->pipe[0]);
-	/* The write end stays open: a detached opener stuck on a hung filesystem may still write. */
 	free(m);
 }

@@ -44,8 +44,18 @@ struct walk_info {
 	double age_s;
 };
 
-struct walk_mgr *walk_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol);
+struct opener;
+/* room(ctx, uid, cgroup): whether that user and that cgroup may have one more scan or walk
+ * (the scans' limits per user and cgroup; walks count as scans). */
+struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
+			      struct opener *openers,
+			      bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup), void *room_ctx);
+/* Adds the walks of uid to *user and those of cgroup to *cgroup. */
+void walk_mgr_count_of(const struct walk_mgr *w, uint32_t uid, uint64_t cgroup, unsigned *user,
+		       unsigned *cgroup_n);
+/* Ends every walk on that filesystem (the breaker). */
+void walk_mgr_end_on(struct walk_mgr *w, uint32_t dev_major, uint32_t dev_minor, int why);
 void walk_mgr_reconfigure(struct walk_mgr *w, const struct da_config *cfg);
 /* The process of `ev` (a scan, or a listing) went below or beside a directory it scanned: start
  * a walk from the parent of ev's directory (top_path: the program's name for it; top_ev, if not

@@ -74,7 +74,10 @@ int da_ds_next(struct da_dirstream *ds, const char **name, uint64_t *ino, uint8_
 		if (ds->pos >= ds->len) {
 			if (ds->eof)
 				return 0;
+			uint64_t t0 = ds->first_ns ? 0 : da_now_ns();
 			ssize_t n = getdents64(ds->fd, ds->buf, DS_BUFSZ);
+			if (t0)
+				ds->first_ns = da_now_ns() - t0 + 1; /* (never 0 once timed) */
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;

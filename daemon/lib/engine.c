@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -27,6 +28,7 @@
 #define READERS 4          /* default: directories being opened/read at once (more when some
 			    * are stuck) */
 #define READERS_MAX 64
+#define MAX_CREDS 64       /* distinct credentials remembered (with their io_uring personality) */
 
 /* Common part of a stat request and a directory-read job. */
 struct op {
@@ -35,6 +37,7 @@ struct op {
 	struct list_head onode;     /* e->uring_out: submitted to the ring, CQE not reaped */
 	struct dirahead_dir *dir;   /* NULL once abandoned (cancelled directory, engine freed) */
 	struct da_fd *dfd;          /* keeps the directory fd open while the op may use it */
+	struct da_cred *cred;       /* the credentials to run it with (NULL: the engine's own) */
 	uint64_t t0;
 	int res;                    /* 0 or -errno */
 	bool stalled, is_read;
@@ -64,6 +67,8 @@ struct rjob {
 	int opened_fd;
 	struct da_batch *b;
 	bool eof;
+	struct da_uring *uring;     /* register a personality for op.cred (first read only) */
+	int personality;            /* ... its id, or -errno */
 	uint64_t wall_ns, cpu_ns;   /* what the job took: time waiting on the filesystem shows as
 				     * wall time above CPU time */
 };
@@ -92,8 +97,10 @@ struct dirahead_dir {
 	uint32_t cur_pos;
 	uint64_t read_total;
 	unsigned inflight;          /* including stalled requests */
+	unsigned stalled;           /* requests (and a read) outstanding longer than stall_ms */
 	uint64_t submitted, completed, errors;
-	uint64_t list_ns, list_cpu_ns;
+	uint64_t list_ns, list_cpu_ns, first_read_ns;
+	struct da_cred *cred;       /* NULL: the engine's own credentials */
 	int error;
 	bool opened, eof, counted_open, list_only;
 };
@@ -111,6 +118,8 @@ struct dirahead_engine {
 	unsigned inflight;          /* stat requests counted against depth */
 	uint64_t stall_ns, timer_ns;
 	struct dirahead_engine_stats st;
+	struct da_cred *creds;      /* interned, one reference each; at most MAX_CREDS */
+	unsigned ncreds;
 	bool in_process;
 };
 
@@ -154,9 +163,17 @@ enum dirahead_order da_order_resolve(enum dirahead_order o)
 }
 
 /* ---- jobs run by workers --------------------------------------------------------------------- */
+/* Every job runs with its credentials (a worker serves jobs of several programs in turn). */
+static int op_cred(const struct op *op)
+{
+	return dirahead_cred_apply(op->cred ? &op->cred->c : NULL);
+}
+
 static void req_run(struct pool_job *j)
 {
 	struct req *r = list_entry(j, struct req, op.job);
+	if ((r->op.res = op_cred(&r->op)) < 0)
+		return;
 	r->op.res = statx(r->op.dfd->fd, r->name, DA_STATX_FLAGS, DA_STATX_MASK, &r->stx) < 0
 			    ? -errno : 0;
 }
@@ -164,6 +181,7 @@ static void req_run(struct pool_job *j)
 static void req_free(struct req *r)
 {
 	da_fd_put(r->op.dfd);
+	da_cred_unref(r->op.cred);
 	free(r);
 }
 
@@ -203,10 +221,26 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Our own open file of the directory src_fd is on (own file position).  With a program's
+ * credentials not by "." (a lookup in it, which needs search permission): by the fd's magic
+ * link, which checks only read permission on the directory, as the program's own open did. */
+static int reopen(int src_fd, bool as_program)
+{
+	int fd = -1;
+	if (as_program) {
+		char p[40];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", src_fd);
+		fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			return fd; /* (ENOENT: no /proc here) */
+	}
+	return openat(src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 /* First read: open our own description of the directory (own file position). */
 static bool rjob_open(struct rjob *j)
 {
-	int fd = j->src_fd >= 0 ? openat(j->src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+	int fd = j->src_fd >= 0 ? reopen(j->src_fd, j->op.cred != NULL)
 				: open_child(j->parent->fd, j->name);
 	if (fd < 0) {
 		j->op.res = j->src_fd >= 0 ? -errno : fd;
@@ -226,6 +260,14 @@ static void rjob_read(struct rjob *j);
 static void rjob_run(struct pool_job *pj)
 {
 	struct rjob *j = list_entry(pj, struct rjob, op.job);
+	if ((j->op.res = op_cred(&j->op)) < 0)
+		return;
+	/* io_uring takes credentials as a registered personality: registered from a thread that
+	 * has them, this one */
+	if (j->uring && (j->personality = da_uring_personality(j->uring)) < 0) {
+		j->op.res = j->personality;
+		return;
+	}
 	if (!j->ds && !rjob_open(j))
 		return;
 	/* the reading alone: what a program's own listing of the directory repeats */
@@ -283,6 +325,7 @@ static void rjob_free(struct rjob *j)
 		close(j->src_fd);
 	da_fd_put(j->parent);
 	da_fd_put(j->op.dfd);
+	da_cred_unref(j->op.cred);
 	free(j->name);
 	/* A dirstream lent from a dir shares the dir's fd (closed through dfd), not its own. */
 	ds_free(j->ds);
@@ -313,6 +356,8 @@ static void dir_release(struct dirahead_dir *d)
 	d->parent = NULL;
 	free(d->name);
 	d->name = NULL;
+	da_cred_unref(d->cred);
+	d->cred = NULL;
 }
 
 static void dir_finish(struct dirahead_dir *d, int error)
@@ -387,6 +432,20 @@ static void op_untrack(struct op *op)
 		list_del(&op->age);
 }
 
+/* A stat request is over (or abandoned): it stops counting where it counted. */
+static void req_uncount(struct dirahead_engine *e, struct req *r, struct dirahead_dir *d)
+{
+	if (r->op.stalled) {
+		e->st.stalled--;
+		if (d)
+			d->stalled--;
+	} else {
+		e->inflight--;
+		if (r->op.cred)
+			r->op.cred->inflight--;
+	}
+}
+
 static void dir_start_read(struct dirahead_dir *d)
 {
 	struct dirahead_engine *e = d->e;
@@ -409,6 +468,10 @@ static void dir_start_read(struct dirahead_dir *d)
 	j->order = d->order;
 	j->batch_cap = d->batch;
 	j->base = d->read_total;
+	j->personality = -1;
+	j->op.cred = da_cred_ref(d->cred);
+	if (d->cred && e->uring && d->cred->personality < 0)
+		j->uring = e->uring;
 	if (!d->opened) {
 		j->src_fd = d->src_fd;
 		j->parent = d->parent;
@@ -443,11 +506,19 @@ static void rjob_complete(struct dirahead_engine *e, struct rjob *j)
 	struct dirahead_dir *d = j->op.dir;
 
 	op_untrack(&j->op);
+	if (j->uring && j->personality >= 0) {
+		if (j->op.cred->personality < 0)
+			j->op.cred->personality = j->personality;
+		else if (j->op.cred->personality != j->personality) /* two readers registered it */
+			da_uring_unpersonality(e->uring, j->personality);
+	}
 	if (!d) {
 		rjob_free(j);
 		return;
 	}
 	d->reading = NULL;
+	if (j->op.stalled)
+		d->stalled--;
 	d->list_ns += j->wall_ns;
 	d->list_cpu_ns += j->cpu_ns;
 	if (!d->opened) {
@@ -471,6 +542,8 @@ static void rjob_complete(struct dirahead_engine *e, struct rjob *j)
 	}
 	d->ds = j->ds;
 	j->ds = NULL;
+	if (d->ds && !d->first_read_ns)
+		d->first_read_ns = d->ds->first_ns;
 	if (j->b && j->b->n) {
 		e->st.batches++;
 		d->read_total += j->b->n;
@@ -517,10 +590,7 @@ static void req_complete(struct dirahead_engine *e, struct req *r)
 	}
 	list_del(&r->dnode);
 	d->inflight--;
-	if (r->op.stalled)
-		e->st.stalled--;
-	else
-		e->inflight--;
+	req_uncount(e, r, d);
 	d->completed++;
 	e->st.completed++;
 	if (r->op.res < 0) {
@@ -570,6 +640,7 @@ static void dir_submit_one(struct dirahead_dir *d)
 	r->op.job.discard = req_discard;
 	r->op.dir = d;
 	r->op.dfd = da_fd_get(d->dfd);
+	r->op.cred = da_cred_ref(d->cred);
 	list_init(&r->op.onode);
 	r->index = b->base + d->cur_pos;
 	r->type = b->ents[d->cur_pos].type;
@@ -578,11 +649,14 @@ static void dir_submit_one(struct dirahead_dir *d)
 	op_track(e, &r->op);
 	d->inflight++;
 	e->inflight++;
+	if (d->cred)
+		d->cred->inflight++;
 	d->submitted++;
 	e->st.submitted++;
 	if (e->uring) {
 		list_add_tail(&r->op.onode, &e->uring_out);
-		da_uring_statx(e->uring, d->dfd->fd, r->name, &r->stx, r);
+		da_uring_statx(e->uring, d->dfd->fd, r->name, &r->stx,
+			       d->cred ? d->cred->personality : -1, r);
 	} else {
 		int rc = pool_submit(e->stat_pool, &r->op.job);
 		if (rc < 0) {
@@ -595,6 +669,9 @@ static void dir_submit_one(struct dirahead_dir *d)
 static bool dir_can_submit(struct dirahead_dir *d)
 {
 	if (d->state != DIR_ACTIVE || d->inflight >= d->depth)
+		return false;
+	/* one program's (user's) requests cannot take everybody's depth */
+	if (d->cred && d->e->o.cred_depth && d->cred->inflight >= d->e->o.cred_depth)
 		return false;
 	dir_advance(d);
 	dir_maybe_read(d);
@@ -658,14 +735,21 @@ static void check_stalls(struct dirahead_engine *e)
 			break;
 		op_untrack(op);
 		op->stalled = true;
+		if (op->dir)
+			op->dir->stalled++;
 		if (op->is_read) {
 			pool_release(e->read_pool, &op->job);
-			continue;
+		} else {
+			e->inflight--;
+			if (op->cred)
+				op->cred->inflight--;
+			e->st.stalled++;
+			if (e->stat_pool)
+				pool_release(e->stat_pool, &op->job);
 		}
-		e->inflight--;
-		e->st.stalled++;
-		if (e->stat_pool)
-			pool_release(e->stat_pool, &op->job);
+		/* last: the callback may cancel the directory */
+		if (op->dir && e->o.on_stall)
+			e->o.on_stall(op->dir, op->dir->data, e->o.data);
 	}
 }
 
@@ -864,10 +948,7 @@ static void dir_abandon_ops(struct dirahead_dir *d)
 		list_del(pos);
 		r->op.dir = NULL;
 		d->inflight--;
-		if (r->op.stalled)
-			e->st.stalled--;
-		else
-			e->inflight--;
+		req_uncount(e, r, d);
 		op_untrack(&r->op);
 		if (e->uring) {
 			da_uring_cancel(e->uring, r);
@@ -944,6 +1025,11 @@ void dirahead_engine_free(struct dirahead_engine *e)
 		pool_close(e->stat_pool);
 	if (e->read_pool)
 		pool_close(e->read_pool);
+	while (e->creds) { /* their personalities went with the ring */
+		struct da_cred *c = e->creds;
+		e->creds = c->next;
+		da_cred_unref(c);
+	}
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->tfd >= 0)
@@ -978,6 +1064,38 @@ void dirahead_engine_get_stats(const struct dirahead_engine *e, struct dirahead_
 }
 
 /* ---- directories ----------------------------------------------------------------------------- */
+/* The engine's copy of c, shared by every directory with the same credentials (so io_uring
+ * registers one personality for them); NULL if out of memory. */
+static struct da_cred *cred_intern(struct dirahead_engine *e, const struct dirahead_cred *c)
+{
+	struct da_cred **pp, *unused = NULL;
+	for (pp = &e->creds; *pp; pp = &(*pp)->next) {
+		if (!memcmp(&(*pp)->c, c, sizeof(*c)))
+			return da_cred_ref(*pp);
+		if (__atomic_load_n(&(*pp)->refs, __ATOMIC_ACQUIRE) == 1)
+			unused = *pp; /* only the engine's reference left */
+	}
+	if (e->ncreds >= MAX_CREDS && unused) {
+		for (pp = &e->creds; *pp != unused; pp = &(*pp)->next)
+			;
+		*pp = unused->next;
+		if (unused->personality >= 0 && e->uring)
+			da_uring_unpersonality(e->uring, unused->personality);
+		da_cred_unref(unused);
+		e->ncreds--;
+	}
+	struct da_cred *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->c = *c;
+	n->refs = 2; /* the engine's and the caller's */
+	n->personality = -1;
+	n->next = e->creds;
+	e->creds = n;
+	e->ncreds++;
+	return n;
+}
+
 static struct dirahead_dir *dir_new(struct dirahead_engine *e, const struct dirahead_dir_opts *opts)
 {
 	struct dirahead_dir_opts o = { .size = sizeof(o), .limit = UINT64_MAX };
@@ -1008,6 +1126,18 @@ static struct dirahead_dir *dir_new(struct dirahead_engine *e, const struct dira
 	d->batch = o.batch ? o.batch : DA_BATCH_DEFAULT;
 	d->list_only = o.flags & DIRAHEAD_DIR_LIST_ONLY;
 	d->src_fd = -1;
+	if (o.size >= offsetof(struct dirahead_dir_opts, cred) + sizeof(o.cred) && o.cred) {
+		if (o.cred->ngroups > DIRAHEAD_CRED_GROUPS) {
+			free(d);
+			errno = EINVAL;
+			return NULL;
+		}
+		if (!(d->cred = cred_intern(e, o.cred))) {
+			free(d);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	return d;
 }
 
@@ -1053,6 +1183,7 @@ struct dirahead_dir *dirahead_dir_submitat(struct dirahead_engine *e, struct dir
 		return NULL;
 	d->name = strdup(name);
 	if (!d->name) {
+		da_cred_unref(d->cred);
 		free(d);
 		errno = ENOMEM;
 		return NULL;
@@ -1091,6 +1222,7 @@ struct dirahead_dir *dirahead_dir_submitunder(struct dirahead_engine *e,
 		return NULL;
 	d->name = strdup(name);
 	if (!d->name) {
+		da_cred_unref(d->cred);
 		free(d);
 		errno = ENOMEM;
 		return NULL;
@@ -1110,6 +1242,7 @@ struct dirahead_dir *da_dir_submit_batch(struct dirahead_engine *e, int fd, stru
 		return NULL;
 	d->dfd = da_fd_new(fd);
 	if (!d->dfd) {
+		da_cred_unref(d->cred);
 		free(d);
 		errno = ENOMEM;
 		return NULL;
@@ -1164,7 +1297,8 @@ void dirahead_dir_get_info(const struct dirahead_dir *d, struct dirahead_dir_inf
 		.read = d->read_total, .submitted = d->submitted, .completed = d->completed,
 		.errors = d->errors, .inflight = d->inflight, .limit = d->limit,
 		.eof = d->eof && !d->error, .open = d->dfd != NULL,
-		.list_ns = d->list_ns, .list_cpu_ns = d->list_cpu_ns,
+		.list_ns = d->list_ns, .list_cpu_ns = d->list_cpu_ns, .stalled = d->stalled,
+		.first_read_ns = d->first_read_ns,
 	};
 }
 

@@ -63,6 +63,7 @@ struct da_dirstream {
 	size_t len, pos;
 	bool eof;
 	int64_t cookie;         /* d_off of the last entry returned: lseek() here to continue */
+	uint64_t first_ns;      /* how long its first getdents64 took (0: not called yet) */
 };
 
 int da_ds_init(struct da_dirstream *ds, int fd) DA_HIDDEN;
@@ -84,6 +85,18 @@ static inline const char *da_batch_name(const struct da_batch *b, uint32_t i)
 /* Position of name in the batch, or -1. */
 int64_t da_batch_find(const struct da_batch *b, const char *name) DA_HIDDEN;
 
+/* ---- credentials (cred.c; engine.c interns them per engine) ---------------------------------- */
+struct da_cred {
+	struct dirahead_cred c;
+	int refs;           /* atomic: ops holding it may end in a worker */
+	int personality;    /* io_uring personality registered with them, -1: none yet */
+	unsigned inflight;  /* its requests counted against depth (owner thread only) */
+	struct da_cred *next;
+};
+struct da_cred *da_cred_ref(struct da_cred *c) DA_HIDDEN;
+/* Frees at the last reference (a personality dies with its ring: nothing to unregister). */
+void da_cred_unref(struct da_cred *c) DA_HIDDEN;
+
 /* ---- io_uring backend (uring.c) ------------------------------------------------------------- */
 struct da_uring;
 /* -errno: EPERM (io_uring_disabled), ENOSYS, EOPNOTSUPP (no IORING_OP_STATX), ... */
@@ -92,7 +105,10 @@ void da_uring_free(struct da_uring *u) DA_HIDDEN;
 /* Room for this many more requests (statx or cancel) without risking a CQ overflow. */
 unsigned da_uring_room(const struct da_uring *u) DA_HIDDEN;
 void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx *stx,
-		    void *data) DA_HIDDEN;
+		    int personality, void *data) DA_HIDDEN;
+/* Registers the calling thread's credentials: a personality id, or -errno.  Any thread. */
+int da_uring_personality(struct da_uring *u) DA_HIDDEN;
+void da_uring_unpersonality(struct da_uring *u, int id) DA_HIDDEN;
 void da_uring_cancel(struct da_uring *u, void *data) DA_HIDDEN;
 int da_uring_flush(struct da_uring *u) DA_HIDDEN;
 /* Calls fn for each completion of a statx (cancel results are dropped); returns how many. */

@@ -85,13 +85,26 @@ static struct io_uring_sqe *get_sqe(struct da_uring *u)
 	return sqe;
 }
 
-void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx *stx, void *data)
+void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx *stx,
+		    int personality, void *data)
 {
 	struct io_uring_sqe *sqe = get_sqe(u);
 	/* Cannot fail: the SQ holds at least `depth` entries and was just flushed. */
 	io_uring_prep_statx(sqe, dfd, name, DA_STATX_FLAGS, DA_STATX_MASK, stx);
+	if (personality >= 0)
+		sqe->personality = (__u16)personality; /* run with those credentials */
 	io_uring_sqe_set_data(sqe, data);
 	u->outstanding++;
+}
+
+int da_uring_personality(struct da_uring *u)
+{
+	return io_uring_register_personality(&u->ring);
+}
+
+void da_uring_unpersonality(struct da_uring *u, int id)
+{
+	io_uring_unregister_personality(&u->ring, id);
 }
 
 void da_uring_cancel(struct da_uring *u, void *data)

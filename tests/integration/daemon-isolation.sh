@@ -5,7 +5,8 @@
 # are being prefetched (the daemon has requests in flight there) when it stalls (slowfs_ctl
 # stall: every reply is held), and a third `ls -l` starts on it afterwards and hangs.  A scan on
 # the second mount must still be prefetched normally: its app sends at most 20% of the lookups.
-# Then the stall is released, the apps finish, and the daemon still stops cleanly (exit 0).
+# The hung filesystem's breaker opens: its two scans end as fs_hung.  Then the stall is
+# released, the apps are stopped, and the daemon still stops cleanly (exit 0).
 # With the io_uring engine and with the thread engine.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
@@ -67,10 +68,18 @@ for engine in "${ENGINES[@]}"; do
 	for p in "${HUNG[@]}"; do
 		kill -0 "$p" 2>/dev/null || fail "$engine: an app on the stalled filesystem finished"
 	done
+	# The breaker: requests unanswered for 2 s end the hung filesystem's scans (their requests
+	# abandoned), and nothing new is sent there.
+	hung() { [ "$(daemon_stat scans_ended.fs_hung)" -ge 2 ]; }
+	wait_for 10 hung
+	info "$engine: breaker: $(daemon_stat scans_ended.fs_hung) scans ended fs_hung"
+	assert_eq "$(daemon_stat active_scans)" 0 "$engine: scans left running on the hung filesystem"
 
-	# Release: the hung apps finish, the daemon stops cleanly.
+	# Release: the hung apps can go on (unhelped now: 20 ms a lookup, they would take a while:
+	# stopped), the daemon stops cleanly.
 	SLOWFS_CTL=$CTL1 slowfs_ctl release >/dev/null
 	for p in "${HUNG[@]}"; do
+		kill -KILL "$p" 2>/dev/null
 		wait_for 30 eval "! kill -0 $p 2>/dev/null"
 		wait "$p" 2>/dev/null || true
 	done

@@ -3,8 +3,10 @@
 #
 # The unit's CapabilityBoundingSet= is enough, and each capability in it is needed: diraheadd runs
 # as root with exactly that bounding set (setpriv, no systemd needed) and opens, for prefetching,
-# the directory of a scan that user nobody makes of its own 0700 directory; then, one capability
-# dropped at a time, the same scan fails the way the unit's comment says it would.
+# the directory of a scan that user nobody makes of its own 0700 directory (as nobody: the
+# daemon takes on its credentials), and that a root program makes of such a directory of nobody's
+# (as root with CAP_DAC_READ_SEARCH, which the program has); then, one capability dropped at a
+# time, the scan that needs it fails the way the unit's comment says it would.
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 need_cmd setpriv python3
@@ -25,6 +27,9 @@ chmod 0755 "$T/bin" "$T/bin/dacaps-ls"
 make_files "$T/dir" 3000
 chown -R 65534:65534 "$T/dir"
 chmod 0700 "$T/dir"
+make_files "$T/rootscan" 3000
+chown -R 65534:65534 "$T/rootscan"
+chmod 0700 "$T/rootscan"
 # every confirmed scan is opened: this is about what the capabilities allow, not the cost model
 printf '[metrics]\naddress =\n[filter]\ncomm_include = dacaps-ls\n[policy]\nenabled = no\n' >"$T/dirahead.conf"
 
@@ -55,8 +60,10 @@ flat(json.loads(body))
 EOF
 }
 
-# run_with CAPS...: start the daemon with that bounding set, scan as nobody, print its stats.
+# run_with user|root CAPS...: start the daemon with that bounding set, scan as nobody (user: its
+# own directory) or as root (nobody's directory), print its stats.
 run_with() {
+	local who=$1; shift
 	local sock=$T/d.sock log=$T/d.log pid i
 	rm -f "$sock"
 	setpriv --bounding-set "$(setpriv_caps "$@")" --inh-caps -all -- \
@@ -69,8 +76,13 @@ run_with() {
 		sleep 0.02
 	done
 	drop_caches
-	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$T/bin/dacaps-ls" -l "$T/dir" >/dev/null
-	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$T/bin/dacaps-ls" -lU "$T/dir" >/dev/null
+	if [ "$who" = user ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- "$T/bin/dacaps-ls" -l "$T/dir" >/dev/null
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- "$T/bin/dacaps-ls" -lU "$T/dir" >/dev/null
+	else
+		"$T/bin/dacaps-ls" -l "$T/rootscan" >/dev/null
+		"$T/bin/dacaps-ls" -lU "$T/rootscan" >/dev/null
+	fi
 	sleep 0.5
 	stats "$sock" || echo "no stats"
 	kill "$pid"
@@ -80,25 +92,31 @@ run_with() {
 on_exit '[ -f "$T/d.pid" ] && kill "$(cat "$T/d.pid")"'
 val() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' <<<"$2"; }
 
-out=$(run_with $caps)
-info "with $caps: scans_started=$(val scans_started "$out") open_failed=$(val skips.open_failed "$out") entries_prefetched=$(val entries_prefetched "$out")"
-[ "$(val scans_confirmed "$out")" -ge 1 ] || fail "no scan detected with the unit's capabilities: $out"
-assert_eq "$(val skips.open_failed "$out")" 0 "open_failed with the unit's capabilities"
-assert_ge "$(val scans_started "$out")" 1 "scans started with the unit's capabilities"
+for who in user root; do
+	out=$(run_with $who $caps)
+	info "$who, with $caps: scans_started=$(val scans_started "$out") open_failed=$(val skips.open_failed "$out") entries_prefetched=$(val entries_prefetched "$out") errors=$(val errors.eacces "$out")"
+	[ "$(val scans_confirmed "$out")" -ge 1 ] || fail "$who: no scan detected with the unit's capabilities: $out"
+	assert_eq "$(val skips.open_failed "$out")" 0 "$who: open_failed with the unit's capabilities"
+	assert_ge "$(val scans_started "$out")" 1 "$who: scans started with the unit's capabilities"
+	assert_eq "$(val errors.eacces "$out")" 0 "$who: prefetches refused with the unit's capabilities"
+done
 
-# Each of these must be missed.  (CAP_CHOWN only matters with [control] group=.)
-for drop in CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_PERFMON CAP_BPF; do
-	out=$(run_with $(tr ' ' '\n' <<<"$caps" | grep -vx "$drop"))
+# Each of these must be missed, by the scan that needs it.  (CAP_CHOWN only matters with
+# [control] group=.)
+for drop in CAP_SYS_PTRACE:user CAP_SETUID:user CAP_SETGID:user CAP_DAC_READ_SEARCH:root \
+	    CAP_PERFMON:user CAP_BPF:user; do
+	who=${drop#*:} drop=${drop%:*}
+	out=$(run_with $who $(tr ' ' '\n' <<<"$caps" | grep -vx "$drop"))
 	if grep -q '^exited' <<<"$out"; then
 		info "without $drop: the daemon does not start"
 	else
 		[ "$(val skips.open_failed "$out")" -ge 1 ] ||
-			fail "without $drop the scan still opened: is $drop needed? $out"
-		info "without $drop: open_failed=$(val skips.open_failed "$out")"
+			fail "without $drop the $who scan still opened: is $drop needed? $out"
+		info "without $drop: the $who scan: open_failed=$(val skips.open_failed "$out")"
 	fi
 done
 printf '[metrics]\naddress =\n[control]\ngroup = nogroup\n' >"$T/dirahead.conf"
-out=$(run_with $(tr ' ' '\n' <<<"$caps" | grep -vx CAP_CHOWN))
+out=$(run_with user $(tr ' ' '\n' <<<"$caps" | grep -vx CAP_CHOWN))
 grep -q '^exited.*group' <<<"$out" || fail "without CAP_CHOWN the socket still went to the group: $out"
 info "without CAP_CHOWN: [control] group= fails"
 echo "PASS"

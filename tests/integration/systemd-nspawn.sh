@@ -204,10 +204,11 @@ assert_eq "$(r substate_after_start)" running "SubState after start"
 assert_contains "$(r status_text)" "active scans" "StatusText= (sd_notify STATUS=)"
 assert_eq "$(r ctl_status_rc)" 0 "diraheadctl status on the unit's socket"
 assert_eq "$(r socket_mode)" 600 "mode of /run/dirahead/diraheadd.sock"
-# the sandbox: exactly the five capabilities (CAP_CHOWN 0, CAP_DAC_READ_SEARCH 2,
-# CAP_SYS_PTRACE 19, CAP_PERFMON 38, CAP_BPF 39), no new privileges, a seccomp filter
-assert_eq "$(r proc_CapBnd)" 000000c000080005 "daemon's capability bounding set"
-assert_eq "$(r proc_CapEff)" 000000c000080005 "daemon's effective capabilities"
+# the sandbox: exactly the seven capabilities (CAP_CHOWN 0, CAP_DAC_READ_SEARCH 2, CAP_SETGID 6,
+# CAP_SETUID 7, CAP_SYS_PTRACE 19, CAP_PERFMON 38, CAP_BPF 39), no new privileges, a seccomp
+# filter (the main thread's: those acting for a program have none effective but what it has)
+assert_eq "$(r proc_CapBnd)" 000000c0000800c5 "daemon's capability bounding set"
+assert_eq "$(r proc_CapEff)" 000000c0000800c5 "daemon's effective capabilities"
 assert_eq "$(r proc_NoNewPrivs)" 1 "daemon's NoNewPrivs"
 assert_eq "$(r proc_Seccomp)" 2 "daemon's seccomp mode (filter)"
 # scheduling and bounds of the unit (Nice=5, IOSchedulingClass=best-effort, priority 7)

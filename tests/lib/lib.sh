@@ -125,15 +125,20 @@ _slowfs_unmount() {
 	return 0
 }
 
+# slowfs_mount BACKING MNT [slowfs options...]: mounts and waits; unmounted at exit.
+# SLOWFS_AS=(setpriv --reuid=U ...): run slowfs (and the readiness checks) as another user, whose
+# mount only that user may use with --no-allow-other; SLOWFS_SOCKDIR: a directory that user may
+# create its control socket in.
 slowfs_mount() {
 	[ $# -ge 2 ] || fail "usage: slowfs_mount BACKING MNT [slowfs options...]"
 	local backing=$1 mnt=$2 i rc pidfile; shift 2
+	local as=("${SLOWFS_AS[@]}")
 	[ -x "$BUILD/slowfs" ] && [ -x "$BUILD/slowfsctl" ] || skip "build/slowfs not built (run make)"
 	[ -c /dev/fuse ] || skip "needs /dev/fuse"
 	need_root
 	mkdir -p "$mnt"
 	_slowfs_n=$((_slowfs_n + 1))
-	SLOWFS_CTL=$T/slowfs.$_slowfs_n.sock
+	SLOWFS_CTL=${SLOWFS_SOCKDIR:-$T}/slowfs.$_slowfs_n.sock
 	SLOWFS_LOG=$T/slowfs.$_slowfs_n.log
 	SLOWFS_MNT=$mnt
 	rc=$T/slowfs.$_slowfs_n.rc
@@ -143,7 +148,7 @@ slowfs_mount() {
 	# Its fds are closed so that $(...) around a caller cannot wait for it; set -e is off so
 	# a failing slowfs still gets its status recorded.
 	( (set +e
-	   "$BUILD/slowfs" --control "$SLOWFS_CTL" "$@" "$backing" "$mnt" >"$SLOWFS_LOG" 2>&1 &
+	   "${as[@]}" "$BUILD/slowfs" --control "$SLOWFS_CTL" "$@" "$backing" "$mnt" >"$SLOWFS_LOG" 2>&1 &
 	   echo $! >"$pidfile.tmp" && mv "$pidfile.tmp" "$pidfile"
 	   wait $!; echo $? >"$rc.tmp"; mv "$rc.tmp" "$rc") </dev/null >/dev/null 2>&1 & )
 	for ((i = 0; i < 250; i++)); do [ -s "$pidfile" ] && break; sleep 0.02; done
@@ -161,8 +166,8 @@ slowfs_mount() {
 		# The final stat caches the root's attributes, so a measurement does not begin with
 		# a GETATTR of the root.
 		if [ -S "$SLOWFS_CTL" ] && _slowfs_mounted "$mnt" &&
-		   [[ "$(timeout 5 stat -f -c %T "$mnt" 2>/dev/null)" == fuse* ]]; then
-			timeout 5 stat "$mnt" >/dev/null || fail "stat $mnt failed after mounting"
+		   [[ "$("${as[@]}" timeout 5 stat -f -c %T "$mnt" 2>/dev/null)" == fuse* ]]; then
+			"${as[@]}" timeout 5 stat "$mnt" >/dev/null || fail "stat $mnt failed after mounting"
 			return 0
 		fi
 		sleep 0.02

@@ -405,7 +405,7 @@ static void sf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void sf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	sf_stats_begin(SF_OP_FORGET, fuse_req_ctx(req)->pid);
+	sf_stats_begin(SF_OP_FORGET, fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
 	sf_node_forget(ino, nlookup);
 	sf_stats_done(SF_OP_FORGET);
 	fuse_reply_none(req);
@@ -415,7 +415,7 @@ static void sf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 {
 	size_t i;
 
-	sf_stats_begin(SF_OP_FORGET, fuse_req_ctx(req)->pid);
+	sf_stats_begin(SF_OP_FORGET, fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
 	for (i = 0; i < count; i++)
 		sf_node_forget(forgets[i].ino, forgets[i].nlookup);
 	sf_stats_done(SF_OP_FORGET);

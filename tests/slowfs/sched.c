@@ -231,7 +231,7 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 {
 	struct sf_reply *r = calloc(1, sizeof(*r));
 
-	sf_stats_begin(op, fuse_req_ctx(req)->pid);
+	sf_stats_begin(op, fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
 	if (!r) {
 		/* Out of memory: answer at once rather than lose the request. */
 		fuse_reply_err(req, ENOMEM);

@@ -23,6 +23,7 @@ struct sf_config sf_cfg = {
 	.entry_timeout = 60,
 	.max_threads = 64,
 	.parallel_dirops = true,
+	.allow_other = true,
 };
 int sf_rootfd = -1;
 
@@ -61,6 +62,7 @@ static void usage(FILE *f)
 	      "  --entry-timeout S     name cache timeout, seconds (default 60, 0 = none)\n"
 	      "  --negative-timeout S  cache failed lookups (ENOENT) for S seconds (default 0)\n"
 	      "  --readdirplus         implement and advertise READDIRPLUS (default off)\n"
+	      "  --no-allow-other      only the mounting user may use it (default: everybody)\n"
 	      "  --cache-listing S     like sshfs: once a directory was listed to its end, answer\n"
 	      "                        its opendir and readdir and the lookups and getattrs of its\n"
 	      "                        entries at once for S seconds (default 0: off)\n"
@@ -118,7 +120,7 @@ static double parse_seconds(const char *opt, const char *s)
 enum {
 	O_LATENCY = 256, O_LOOKUP, O_GETATTR, O_READDIR, O_READ, O_JITTER, O_ATTR_TMO,
 	O_ENTRY_TMO, O_NEG_TMO, O_RDPLUS, O_NO_PAR, O_THREADS, O_CONTROL, O_DEBUG, O_FUSE_DEBUG,
-	O_CACHE_LIST,
+	O_CACHE_LIST, O_NO_ALLOW_OTHER,
 };
 
 static const struct option longopts[] = {
@@ -133,6 +135,7 @@ static const struct option longopts[] = {
 	{ "negative-timeout", required_argument, NULL, O_NEG_TMO },
 	{ "readdirplus", no_argument, NULL, O_RDPLUS },
 	{ "cache-listing", required_argument, NULL, O_CACHE_LIST },
+	{ "no-allow-other", no_argument, NULL, O_NO_ALLOW_OTHER },
 	{ "no-parallel-dirops", no_argument, NULL, O_NO_PAR },
 	{ "max-threads", required_argument, NULL, O_THREADS },
 	{ "control", required_argument, NULL, O_CONTROL },
@@ -165,6 +168,7 @@ static void parse_args(int argc, char **argv)
 			sf_cfg.negative_timeout = parse_seconds("--negative-timeout", optarg);
 			break;
 		case O_RDPLUS: sf_cfg.readdirplus = true; break;
+		case O_NO_ALLOW_OTHER: sf_cfg.allow_other = false; break;
 		case O_CACHE_LIST:
 			sf_cfg.cache_listing_ns =
 				(uint64_t)(parse_seconds("--cache-listing", optarg) * 1e9);
@@ -273,10 +277,11 @@ int main(int argc, char **argv)
 		exit(2);
 
 	/* allow_other + default_permissions: every process may use it, with the kernel checking
-	 * the mirrored modes; ro lets the VFS refuse writes with EROFS before they reach us. */
-	snprintf(opts, sizeof(opts), "ro,allow_other,default_permissions,fsname=slowfs,"
-		 "subtype=slowfs%s%s", sf_cfg.extra_opts ? "," : "",
-		 sf_cfg.extra_opts ? sf_cfg.extra_opts : "");
+	 * the mirrored modes; ro lets the VFS refuse writes with EROFS before they reach us.
+	 * --no-allow-other: only the mounting user (as a user's sshfs or rclone mount). */
+	snprintf(opts, sizeof(opts), "ro,%sdefault_permissions,fsname=slowfs,"
+		 "subtype=slowfs%s%s", sf_cfg.allow_other ? "allow_other," : "",
+		 sf_cfg.extra_opts ? "," : "", sf_cfg.extra_opts ? sf_cfg.extra_opts : "");
 	if (fuse_opt_add_arg(&args, argv[0]) || fuse_opt_add_arg(&args, "-o") ||
 	    fuse_opt_add_arg(&args, opts) || (sf_cfg.fuse_debug && fuse_opt_add_arg(&args, "-d")))
 		goto out;

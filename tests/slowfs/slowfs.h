@@ -52,6 +52,7 @@ struct sf_config {
 	double negative_timeout;	/* >0: cache ENOENT lookups that long */
 	unsigned max_threads;
 	bool readdirplus;
+	bool allow_other;		/* false: --no-allow-other */
 	uint64_t cache_listing_ns;	/* >0: a directory listed to its end answers at once so long */
 	bool parallel_dirops;
 	bool debug;
@@ -74,7 +75,7 @@ size_t sf_nodes_count(void);
 /* statistics (stats.c) */
 void sf_stats_init(void);
 /* Count one request of @op from thread @tid as received and in flight. */
-void sf_stats_begin(enum sf_op op, pid_t tid);
+void sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid);	/* uid: the caller's fsuid */
 void sf_stats_cached(pid_t tid);	/* a reply sent at once from the listing cache */
 void sf_stats_done(enum sf_op op);
 void sf_stats_print(FILE *out);

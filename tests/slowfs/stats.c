@@ -47,6 +47,8 @@ struct pid_ent {		/* per thread group counters */
 	pid_t tgid;
 	uint64_t n[SF_OP_COUNT];
 	uint64_t cached;	/* replies the listing cache sent at once (--cache-listing) */
+	uid_t uids[4];		/* the (fs)uids its requests came with: a daemon acting for */
+	unsigned nuids;		/* a program must show that program's (more: the first 4) */
 	struct pid_ent *next;
 };
 
@@ -181,7 +183,7 @@ void sf_stats_cached(pid_t tid)
 	pthread_mutex_unlock(&lock);
 }
 
-void sf_stats_begin(enum sf_op op, pid_t tid)
+void sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid)
 {
 	/* pid 0: kernel-internal requests (forget, async release) */
 	pid_t tgid = tid > 0 ? tgid_of(tid) : 0;
@@ -189,8 +191,15 @@ void sf_stats_begin(enum sf_op op, pid_t tid)
 
 	pthread_mutex_lock(&lock);
 	total[op]++;
-	if (tgid > 0 && (p = pid_ent_locked(tgid)) != NULL)
+	if (tgid > 0 && (p = pid_ent_locked(tgid)) != NULL) {
+		unsigned i;
+
 		p->n[op]++;
+		for (i = 0; i < p->nuids && p->uids[i] != uid; i++)
+			;
+		if (i == p->nuids && p->nuids < 4)
+			p->uids[p->nuids++] = uid;
+	}
 	if (++inflight > max_inflight)
 		max_inflight = inflight;
 	if (is_attr_op(op) && ++inflight_attr > max_inflight_attr)
@@ -311,6 +320,10 @@ void sf_stats_print(FILE *out)
 				slow += list[i]->n[op];
 		slow -= list[i]->cached < slow ? list[i]->cached : slow;
 		fprintf(out, "pid.%d.cached=%" PRIu64 "\n", (int)list[i]->tgid, list[i]->cached);
+		fprintf(out, "pid.%d.uids=", (int)list[i]->tgid);
+		for (unsigned u = 0; u < list[i]->nuids; u++)
+			fprintf(out, "%s%u", u ? "," : "", (unsigned)list[i]->uids[u]);
+		fputc('\n', out);
 		fprintf(out, "pid.%d.slow=%" PRIu64 "\n", (int)list[i]->tgid, slow);
 	}
 	pthread_mutex_unlock(&lock);

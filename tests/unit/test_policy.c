@@ -540,15 +540,15 @@ static void test_list_fast(void **state)
 	struct pol_fs *fs = policy_fs(p, 8, 1, EXT4, T0);
 	assert_true(policy_list_allowed(p, fs, T0));
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(policy_list_account(p, fs, 30000, 25000, T0), POL_UNKNOWN);
-	assert_int_equal(policy_list_account(p, fs, 30000, 25000, T0), POL_FAST);
+		assert_int_equal(policy_list_account(p, fs, 30000, 25000, 30000, T0), POL_UNKNOWN);
+	assert_int_equal(policy_list_account(p, fs, 30000, 25000, 30000, T0), POL_FAST);
 	assert_int_equal(fs->verdict, POL_UNKNOWN);
 	assert_false(policy_list_allowed(p, fs, T0 + 59 * SEC));
 	assert_true(policy_list_allowed(p, fs, T0 + 61 * SEC)); /* re-probed, from scratch */
 	assert_int_equal(fs->list.verdict, POL_UNKNOWN);
 	assert_int_equal(fs->list.reprobes, 1);
 	for (int i = 0; i < 4; i++)
-		policy_list_account(p, fs, 30000, 25000, T0 + 62 * SEC);
+		policy_list_account(p, fs, 30000, 25000, 30000, T0 + 62 * SEC);
 	assert_int_equal(fs->list.verdict, POL_FAST);
 	assert_false(policy_list_allowed(p, fs, T0 + 62 * SEC + 119 * SEC)); /* backoff 2x */
 	assert_true(policy_list_allowed(p, fs, T0 + 62 * SEC + 121 * SEC));
@@ -562,7 +562,7 @@ static void test_list_judge(void **state)
 	struct policy *p = *state;
 	struct pol_fs *fs = policy_fs(p, 0, 50, FUSE, T0);
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(policy_list_account(p, fs, 4000000, 100000, T0), POL_UNKNOWN);
+		assert_int_equal(policy_list_account(p, fs, 4000000, 100000, 4000000, T0), POL_UNKNOWN);
 	assert_int_equal(policy_list_judge(p, fs, false, 4000000, T0), POL_UNKNOWN);
 	assert_int_equal(policy_list_judge(p, fs, false, 4200000, T0), POL_UNKNOWN);
 	for (int i = 0; i < 7; i++)
@@ -578,7 +578,7 @@ static void test_list_judge(void **state)
 	/* no own listing: the daemon's reading (4 ms) against 3.9 ms listed ahead: no gain */
 	struct pol_fs *g = policy_fs(p, 0, 51, FUSE, T0);
 	for (int i = 0; i < 4; i++)
-		policy_list_account(p, g, 4000000, 100000, T0);
+		policy_list_account(p, g, 4000000, 100000, 4000000, T0);
 	for (int i = 0; i < 8; i++)
 		policy_list_judge(p, g, true, 3900000, T0);
 	assert_int_equal(g->list.verdict, POL_NO_GAIN);

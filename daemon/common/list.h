@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
-/* A minimal intrusive circular doubly-linked list (private to libdirahead). */
+/* A minimal intrusive circular doubly-linked list (libdirahead and the daemon). */
 #ifndef DIRAHEAD_LIST_H
 #define DIRAHEAD_LIST_H
 

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+/*
+ * slowscan DIR [DELAY_US]: what `ls -l DIR` does (list DIR to its end, then lstat every entry by
+ * the path DIR/NAME), with DELAY_US (default 0) between two stats: a scan that lasts, with no
+ * interpreter whose start-up lists directories of its own.  Exit 0, or 1 if DIR cannot be listed.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: slowscan DIR [DELAY_US]\n");
+		return 2;
+	}
+	unsigned delay = argc == 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 0;
+	DIR *d = opendir(argv[1]);
+	if (!d) {
+		perror(argv[1]);
+		return 1;
+	}
+	size_t n = 0, cap = 0;
+	char **names = NULL;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			names = realloc(names, cap * sizeof(*names));
+			if (!names)
+				return 1;
+		}
+		names[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++) {
+		char p[4096];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", argv[1], names[i]);
+		lstat(p, &st);
+		if (delay)
+			usleep(delay);
+		free(names[i]);
+	}
+	free(names);
+	return 0;
+}
