@@ -47,6 +47,12 @@ PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.execu
 PYWALK = ("import os,sys\n"
           "for r, ds, fs in os.walk(sys.argv[1]):\n"
           "    for f in fs: os.stat(os.path.join(r, f), follow_symlinks=False)\n")
+# stats a tree's files by name from a list, never listing a directory (a version-control status
+# walking its index, a build tool, an rsync receiver): argv DIR NDIRS NFILES, make_tree's names
+PYSTATLIST = ("import os,sys\n"
+              "d, nd, nf = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+              "for j in range(nd):\n"
+              "    for i in range(nf): os.stat(f'{d}/d{j:04d}/f{i:04d}', follow_symlinks=False)\n")
 PYSTART = "import email.message, json, http.client, argparse, logging, decimal"
 TOOL_ENV = dict(os.environ, LC_ALL="C", TZ="UTC")
 RESULTS = os.path.join(TOP, "tests", "bench", "results")
@@ -939,11 +945,13 @@ LIST_TOOLS = ["ls", "ls_f", "find_name"]
 LABEL = {"ls_l": "ls -l", "ls_lU": "ls -lU", "du": "du -s", "find_ls": "find -ls",
          "rsync": "rsync -an", "tar": "tar cf /dev/null", "pywalk": "os.walk+stat",
          "ls": "ls", "ls_f": "ls -f", "find_name": "find -name x", "ls_lR": "ls -lR",
-         "pystart": "python3 start-up",
+         "pystart": "python3 start-up", "statlist": "stat by name from a list",
          "fstatat_scan": "fstatat x1M (listed dir)", "fstatat_plain": "fstatat x1M (no listing)"}
 
 
-def tool_argv(tool, d, scratch):
+def tool_argv(tool, d, scratch, layout=None):
+    if tool == "statlist":
+        return [PY, "-c", PYSTATLIST, d, str(LAYOUTS[layout][1]), str(LAYOUTS[layout][2])]
     return {
         "ls_l": ["ls", "-l", d],
         "ls_lU": ["ls", "-lU", d],
@@ -1016,7 +1024,8 @@ def plan(quick, ssh_delay_us=250):
                      cache="cold", tools=["ls_l", "find_ls", "du"] if lat < 1000 else ["ls_l"],
                      runs=3),
                 dict(id=f"slowfs-{tag}-tree200x50", fs="slowfs", lat=lat, layout="tree200x50",
-                     cache="cold", tools=TREE_TOOLS, runs=3),
+                     cache="cold", tools=TREE_TOOLS + (["statlist"] if lat == 200 else []),
+                     runs=3),
                 dict(id=f"slowfs-{tag}-usrinclude", fs="slowfs", lat=lat, layout="usrinclude",
                      cache="cold", tools=TREE_TOOLS if lat < 1000 else ["find_ls", "du", "tar"],
                      runs=3),
@@ -1247,7 +1256,7 @@ class Bench:
     def run_once(self, s, tool, mode):
         """Runs the tool once; returns a dict with its wall time and, on slowfs, lookups."""
         d = self.target_dir(s)
-        argv = tool_argv(tool, d, self.scratch)
+        argv = tool_argv(tool, d, self.scratch, s.get("layout"))
         # sshfs: the mounting user runs the tools and the explicit prefetch (setpriv execs the
         # tool in place, so its pid is the one the daemon sees)
         user = self.ssh.as_user if s["fs"] == "sshfs" else []
@@ -1552,7 +1561,8 @@ def targets(b):
             met, f"{c['scenario']}: {r.get('off_daemon', 0):.1f}x, explicit "
                  f"{r.get('off_explicit', 0):.1f}x, fraction {r.get('fraction_of_explicit', 0):.0%}")
     # 2. slowfs trees
-    cand = find(lambda c: c["fs"] == "slowfs" and is_tree(c["layout"]) and not c["harm"])
+    cand = find(lambda c: c["fs"] == "slowfs" and is_tree(c["layout"]) and not c["harm"]
+                and c["workload"] != "statlist")
     if cand:
         worst = min(cand, key=lambda c: c["ratios"].get("off_daemon", 0))
         add("slowfs tree workloads (find, du, rsync, tar, os.walk): >= 2x",
@@ -1567,7 +1577,7 @@ def targets(b):
             speedup_detail(cand))
     # 2a. tree-ahead (issue 12): near explicit's recursive prefetch on slowfs trees, and sshfs
     cand = find(lambda c: c["fs"] == "slowfs" and c["layout"] in ("tree200x50", "usrinclude")
-                and c["latency_us"] in (200, 1000) and not c["harm"]
+                and c["latency_us"] in (200, 1000) and not c["harm"] and c["workload"] != "statlist"
                 and c["ratios"].get("fraction_of_explicit") is not None)
     if cand:
         worst = min(cand, key=lambda c: c["ratios"]["fraction_of_explicit"])
@@ -1585,6 +1595,16 @@ def targets(b):
     if cand:
         add("sshfs trees (du, find, rsync, ls -lR): >= 1.3x",
             all(c["ratios"].get("off_daemon", 0) >= 1.3 for c in cand), speedup_detail(cand))
+    # 2c. detector v2 (issue 13): fts's inode order over 50,000 entries; stats without a listing
+    cand = find(lambda c: c["fs"] == "slowfs" and c["layout"] == "dir50k" and c["latency_us"] == 200
+                and c["workload"] in ("find_ls", "du"))
+    if cand:
+        add("slowfs 200 us 50,000 entries find -ls, du -s: >= 10x",
+            all(c["ratios"].get("off_daemon", 0) >= 10 for c in cand), speedup_detail(cand))
+    cand = find(lambda c: c["workload"] == "statlist")
+    if cand:
+        add("slowfs 200 us stats by name from a list (no listing), 200x50 tree: >= 2x",
+            all(c["ratios"].get("off_daemon", 0) >= 2 for c in cand), speedup_detail(cand))
     # 2b. slow block device (cloud volume), xfs tree walks
     cand = find(lambda c: c["fs"] == "slowblk" and c.get("image") == "xfs" and
                 c["workload"] in ("find_ls", "du", "tar"))
