@@ -2,6 +2,7 @@
 #include "order.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -62,9 +63,14 @@ sorted:
 		uint64_t ino_rank = 0;
 		for (uint64_t i = 0; i < n; i++)
 			ino_rank += inos[i] < target;
-		if (ino_rank < stats)
+		/* Its k-th stat is the k-th entry of its order (earlier if it stats some twice): of
+		 * the orders that fit, the one that has the name latest, nearest k.  Where a directory's
+		 * files were created in name order both fit, until a reused inode number puts a name
+		 * early in inode order: name order is then the one that has it at k. */
+		bool ino_fits = ino_rank < stats, name_fits = name_rank < stats;
+		if (ino_fits && (!name_fits || ino_rank >= name_rank))
 			o = DIRAHEAD_ORDER_INODE;
-		else if (name_rank < stats)
+		else if (name_fits)
 			o = DIRAHEAD_ORDER_NAME;
 	}
 out:

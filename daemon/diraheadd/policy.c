@@ -16,6 +16,9 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
  * decided at means the filesystem behaves differently now (caches went cold, the server slowed):
  * re-probe at once. */
 #define CHANGE_FACTOR 4.0
+/* ... over this many intervals at least: one or two right after a listing are as often the
+ * program's own start-up work or a busy machine as the filesystem. */
+#define CHANGE_MIN_GAPS 4
 /* A FAST verdict is trusted this long; after that a fast-looking scan is probed again. */
 #define FAST_TRUST_NS (10ull * 1000000000ull)
 /* Tree-ahead listings: the daemon's own listings before the FAST rule applies, and the
@@ -110,18 +113,23 @@ void pol_sample_of(struct pol_sample *s, const struct dirahead_event *ev)
 void pol_cost_between(const struct pol_sample *from, const struct pol_sample *to, struct pol_cost *c)
 {
 	c->lat_ns = c->gap_ns = -1;
+	c->gap_n = 0;
 	if (!from) {
 		/* from the first stat: its own duration counts, the interval starts at its end */
 		if (to->lat_n >= MIN_TIMED || (to->lat_n && to->lat_n == to->stats))
 			c->lat_ns = (double)to->lat_sum / (double)to->lat_n;
-		if (to->stats >= 2 && to->t_last > to->t_first)
-			c->gap_ns = (double)(to->t_last - to->t_first) / (double)(to->stats - 1);
+		if (to->stats >= 2 && to->t_last > to->t_first) {
+			c->gap_n = to->stats - 1;
+			c->gap_ns = (double)(to->t_last - to->t_first) / (double)c->gap_n;
+		}
 		return;
 	}
 	if (to->lat_n >= from->lat_n + MIN_TIMED)
 		c->lat_ns = (double)(to->lat_sum - from->lat_sum) / (double)(to->lat_n - from->lat_n);
-	if (to->stats > from->stats && to->t_last > from->t_last)
-		c->gap_ns = (double)(to->t_last - from->t_last) / (double)(to->stats - from->stats);
+	if (to->stats > from->stats && to->t_last > from->t_last) {
+		c->gap_n = to->stats - from->stats;
+		c->gap_ns = (double)(to->t_last - from->t_last) / (double)c->gap_n;
+	}
 }
 
 /* One figure for a cost: the stats' own duration where timed, else the progress rate. */
@@ -183,7 +191,7 @@ enum pol_action policy_on_scan(struct policy *p, struct pol_fs *fs, const struct
 	if (fs->verdict == POL_NO_GAIN) {
 		/* like with like: no_gain_cost_ns is a time per stat (progress rate) */
 		double g = c->gap_ns;
-		bool changed = g > 0 && fs->no_gain_cost_ns > 0 &&
+		bool changed = g > 0 && c->gap_n >= CHANGE_MIN_GAPS && fs->no_gain_cost_ns > 0 &&
 			       (g > CHANGE_FACTOR * fs->no_gain_cost_ns ||
 				g * CHANGE_FACTOR < fs->no_gain_cost_ns);
 		if (now < fs->reprobe_ns && !changed) {

@@ -48,6 +48,7 @@ struct pol_sample {
 struct pol_cost {
 	double lat_ns; /* mean duration of the stats sys_enter timed */
 	double gap_ns; /* mean time from one matched stat to the next (the progress rate) */
+	uint64_t gap_n; /* the intervals gap_ns is the mean of */
 };
 
 struct pol_fs {

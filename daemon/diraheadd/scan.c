@@ -1031,6 +1031,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	 * it is neither a hit nor evidence for the stop rules. */
 	enum { HIT, LATE, MISS } kind;
 	uint64_t pos = s->app_pos + delta;
+	bool found = false;         /* pos is where its last name is in our order */
 	if (s->state == SCAN_FOLLOWING) {
 		kind = HIT; /* every entry was fetched before the app got there */
 	} else if (s->state == SCAN_OPENING) {
@@ -1042,11 +1043,21 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		int64_t idx = ev->name_len < DIRAHEAD_NAME_LEN ? dirahead_dir_find(s->dir, name) : -1;
 		if (idx >= 0)
 			pos = (uint64_t)idx + 1;
+		found = idx >= 0;
 		kind = pos <= s->completed ? HIT : pos <= s->limit ? LATE : MISS;
 	}
 	/* Did its stats since the last event walk through the entries in our order (as opposed to
 	 * a few names picked here and there: imports, completion)? */
 	bool sequential = pos > s->app_pos && pos - s->app_pos <= 2 * delta;
+	/* Past the window, but walking our order: the window lags a program that runs through
+	 * what is fetched (threads side by side, a busy daemon), which is no sign that it goes
+	 * elsewhere; counted as late, and the window grows below. */
+	bool lagging = kind == MISS && found && sequential && s->state == SCAN_PREFETCHING &&
+		       s->control != CTL_WAIT && s->control != CTL_MEASURE;
+	/* Nothing fetched yet (the directory is still being read, or read whole to sort it): the
+	 * program's stats meanwhile are what it did before help could arrive, as while opening. */
+	if (lagging || (kind == MISS && s->state == SCAN_PREFETCHING && !s->completed))
+		kind = LATE;
 	if (pos > s->app_pos)
 		s->app_pos = pos;
 	if (s->control == CTL_MEASURE || (s->control == CTL_WAIT && kind == MISS)) {

@@ -993,12 +993,14 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	}
 	/* A sibling of the top: the program walks the directory above (it listed it to find this
 	 * one), so walk from there.  Anything else may be deeper in the tree than the walk has
-	 * seen (the program ahead of it): only a run of them says the program is elsewhere. */
+	 * seen (the program ahead of it): only a run of them says the program is elsewhere, and
+	 * none counts before the top is listed (events queued while the top was opened are all
+	 * deeper than anything the walk knows then). */
 	int anc = -1;
 	for (int i = 0; i < WALK_ANCESTORS && w->up[i] && anc < 0; i++)
 		if (ev->parent_ino == w->up[i])
 			anc = i;
-	if (anc < 0 && ++w->strays < WALK_MAX_STRAYS)
+	if (anc < 0 && (w->root->state == WN_OPEN || ++w->strays < WALK_MAX_STRAYS))
 		return;
 	log_debug("walk of pid %u: lists ino %llu, outside the tree", w->tgid,
 		  (unsigned long long)ev->ino);

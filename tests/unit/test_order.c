@@ -128,6 +128,28 @@ static void test_name(void **state)
 	assert_int_equal(learn(e->name, 4), DIRAHEAD_ORDER_NAME);
 }
 
+/* Both fit, name order nearer: a name that is k-th by name but early by inode (a reused inode
+ * number in a directory made in name order) is name order, not inode order. */
+static void test_nearest(void **state)
+{
+	(void)state;
+	static struct ent s[N];
+	memcpy(s, ents, sizeof(s));
+	qsort(s, N, sizeof(s[0]), by_name);
+	const struct ent *e = NULL;
+	unsigned k;
+	for (k = 3; k < N && !e; k++) {
+		const struct ent *c = &s[k - 1];
+		unsigned ino_rank = 0;
+		for (unsigned i = 0; i < N; i++)
+			ino_rank += ents[i].ino < c->ino;
+		if (c->rd >= k && ino_rank + 1 < k)
+			e = c;
+	}
+	assert_non_null(e);
+	assert_int_equal(learn(e->name, k - 1), DIRAHEAD_ORDER_NAME);
+}
+
 static void test_none(void **state)
 {
 	(void)state;
@@ -148,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_readdir),
 		cmocka_unit_test(test_inode),
 		cmocka_unit_test(test_name),
+		cmocka_unit_test(test_nearest),
 		cmocka_unit_test(test_none),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -32,7 +32,7 @@ static struct da_config defaults(void)
 	};
 }
 
-static struct pol_cost gap(double ns) { return (struct pol_cost){ .lat_ns = -1, .gap_ns = ns }; }
+static struct pol_cost gap(double ns) { return (struct pol_cost){ .lat_ns = -1, .gap_ns = ns, .gap_n = 64 }; }
 static struct pol_cost timed(double ns) { return (struct pol_cost){ .lat_ns = ns, .gap_ns = -1 }; }
 static const struct pol_cost none = { .lat_ns = -1, .gap_ns = -1 };
 
@@ -227,7 +227,8 @@ static void test_no_gain_backoff(void **state)
 }
 
 /* Before re-probe time, a scan whose cost is more than 4x above or below the one no_gain was
- * decided at is probed at once: the filesystem behaves differently now. */
+ * decided at (a rate over 4 intervals at least) is probed at once: the filesystem behaves
+ * differently now. */
 static void test_reprobe_on_change(void **state)
 {
 	struct policy *p = *state;
@@ -241,11 +242,14 @@ static void test_reprobe_on_change(void **state)
 	assert_int_equal(policy_on_scan(p, fs, &none, t), POL_SKIP_NO_GAIN);
 	/* a timed duration is not a time per stat: never compared with the verdict's */
 	assert_int_equal(policy_on_scan(p, fs, &timed_above, t), POL_SKIP_NO_GAIN);
+	/* nor is a rate over too few stats to tell the filesystem from the program's start-up */
+	struct pol_cost thin = { .lat_ns = -1, .gap_ns = 400000, .gap_n = 3 };
+	assert_int_equal(policy_on_scan(p, fs, &thin, t), POL_SKIP_NO_GAIN);
 	assert_int_equal(fs->reprobes, 0);
 	assert_int_equal(policy_on_scan(p, fs, &above, t), POL_PROBE);
 	assert_int_equal(policy_on_scan(p, fs, &below, t), POL_PROBE);
 	assert_int_equal(fs->reprobes, 2);
-	assert_int_equal(fs->skipped_no_gain, 4);
+	assert_int_equal(fs->skipped_no_gain, 5);
 }
 
 static void test_depth_clamps(void **state)
