@@ -66,6 +66,7 @@ struct scan {
 	bool interleaved;
 	bool timed_probe;           /* the probe runs (again) with stat timing on */
 	unsigned probe_rounds;      /* probe stretches waited for timed stats */
+	unsigned rate_rounds;       /* probe stretches by rate before timing */
 	uint64_t timed_from_ns;     /* when timing was (known to be) attached for it */
 	struct pol_cost before;     /* the program's cost without prefetch */
 	unsigned depth;             /* requests in flight now */
@@ -146,6 +147,9 @@ struct pending {
 	bool ended;                 /* its END came meanwhile */
 };
 #define PENDING_MAX 16
+/* Confirming stats this many times slower than the start rule's threshold have the probe timed
+ * from its start (below it, the probe's rate decides first). */
+#define TIME_AT_ONCE 4.0
 
 static uint64_t now_ns(void)
 {
@@ -515,6 +519,12 @@ static uint64_t first_window(const struct scan_mgr *m, const struct dirahead_eve
 	return w < m->cfg.window_max ? w : m->cfg.window_max;
 }
 
+/* ev is of s's directory (a program that lists the same directory again is not elsewhere). */
+static bool same_dir(const struct scan *s, const struct dirahead_event *ev)
+{
+	return s->dev_major == ev->dev_major && s->dev_minor == ev->dev_minor && s->ino == ev->ino;
+}
+
 static void want_timing(struct scan *s)
 {
 	s->timed_probe = true;
@@ -568,7 +578,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	/* the thread moved on to another directory: what its other scans see now is not their
 	 * stats' cost alone (see pays_off) */
 	for (struct scan *o = m->scans; o; o = o->next)
-		if (o->tgid == ev->tgid && o->tid == ev->tid)
+		if (o->tgid == ev->tgid && o->tid == ev->tid && !same_dir(o, ev))
 			o->interleaved = true;
 	char comm[DIRAHEAD_COMM_LEN + 1];
 	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
@@ -687,16 +697,21 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 			 (unsigned long long)ev->ino);
 	if (act == POL_PROBE) {
 		/* Time the probe's stats only if the progress rate cannot tell: a program that is
-		 * quick between its stats has fast stats, whatever else it does. */
+		 * quick between its stats has fast stats, whatever else it does.  Timing costs every
+		 * syscall on the machine while attached, and the few confirming stats right after a
+		 * listing or at a program's start are its slowest: up to TIME_AT_ONCE times the
+		 * threshold, the probe's own rate decides first (end_probe times a probe it leaves
+		 * undecided). */
 		if (!(cost.gap_ns >= 0 &&
-		      cost.gap_ns < policy_threshold_ns(m->pol, scan_fs(s))))
+		      cost.gap_ns < TIME_AT_ONCE * policy_threshold_ns(m->pol, scan_fs(s))))
 			want_timing(s);
 		/* hear from BPF again once probe_stats more stats were made */
 		if (detector_scan_step(m->det, s->id, policy_probe_stats(m->pol)) < 0) {
 			discard(s);
 			return skip(m, ev, DA_SKIP_ENGINE);
 		}
-		log_debug("scan probing: pid %u (%s) %s", s->tgid, s->comm, s->path);
+		log_debug("scan probing: pid %u (%s) %s (%llu confirming stats, %.1f us apart)", s->tgid,
+			  s->comm, s->path, (unsigned long long)ev->stats, cost.gap_ns / 1e3);
 	} else {
 		int why = start_opening(s, ev);
 		if (why) {
@@ -712,6 +727,8 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 
 /* Probe stretches a timed probe may wait for its stats to be timed before the rate decides. */
 #define PROBE_ROUNDS_MAX 4
+/* Probe stretches by rate alone before a little slow one is timed. */
+#define RATE_ROUNDS_MAX 2
 
 /* The probe is over (its PROGRESS event): prefetch, or leave the program alone. */
 static void end_probe(struct scan *s, const struct dirahead_event *ev)
@@ -730,6 +747,15 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	/* untimed, and the rate does not say "fast" */
 	bool undecided = cost.lat_ns < 0 &&
 			 (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs));
+	if (undecided && !s->timed_probe && cost.gap_ns >= 0 &&
+	    cost.gap_ns < TIME_AT_ONCE * policy_threshold_ns(m->pol, fs) &&
+	    s->rate_rounds++ < RATE_ROUNDS_MAX) {
+		/* a little slow: a stretch the program was off the CPU for (a small machine, the
+		 * daemon busy with this very scan) looks so too; another stretch by rate first */
+		s->at_scan = now;
+		s->interleaved = false;
+		return;
+	}
 	if (undecided && !s->timed_probe) {
 		/* slow between stats, but are the stats slow?  Probe once more, timed. */
 		want_timing(s);
@@ -1153,7 +1179,7 @@ int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr)
 		/* a walker's listing, as a SCAN event of it would be: its walk happens between the
 		 * stats of the scans above (see pays_off) */
 		for (struct scan *o = m->scans; o; o = o->next)
-			if (o->tgid == ev->tgid && o->tid == ev->tid)
+			if (o->tgid == ev->tgid && o->tid == ev->tid && !same_dir(o, ev))
 				o->interleaved = true;
 		walk_mgr_on_listing(m->walks, ev);
 		break;
