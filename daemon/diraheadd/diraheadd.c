@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -318,6 +319,10 @@ int main(int argc, char **argv)
 		{},
 	};
 	struct daemon d = { .config_path = DA_CONFIG_PATH };
+	/* A scan of a big directory holds its sorted listing (MiBs) for a while, then frees it: with
+	 * a fixed threshold such blocks are mapped and go back to the system when freed, where
+	 * glibc's sliding one would soon serve them from the heap and keep the peak for good. */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	bool check = false, dry = false, verbose = false, missing = false;
 	const char *socket_path = NULL;
 	char err[512];
