@@ -118,8 +118,15 @@ started=$(($(daemon_stat walks_started) - w0 - $(daemon_stat walks_ended.open_fa
 info "warm local tree: $started walks started, fast_listings $(($(daemon_stat walks_ended.fast_listings) - f0))"
 # a walk may have started (it ends after a few directories) or the verdict came earlier
 [ "$started" = 0 ] || assert_eq "$(daemon_stat walks_ended.fast_listings)" $((f0 + 1)) "walks ended fast_listings"
-assert_ge "$(ctl stats | awk '$1 ~ /^filesystems\..*\.list_verdict$/ && $2 == "fast"' | wc -l)" 1 \
-	"filesystems whose listings wait for nothing"
+# (a walk whose top was gone before it could be opened judged nothing: the next walker does)
+fast_fs() { ctl stats | awk '$1 ~ /^filesystems\..*\.list_verdict$/ && $2 == "fast"' | wc -l; }
+for _ in 1 2; do
+	[ "$(fast_fs)" -ge 1 ] && break
+	start find "$T/local/tree"
+	wait "$LAST_PID" || fail "find failed"
+	wait_for 5 no_walks
+done
+assert_ge "$(fast_fs)" 1 "filesystems whose listings wait for nothing"
 w0=$(daemon_stat walks_started)
 start find "$T/local/tree"
 wait "$LAST_PID" || fail "find failed"
