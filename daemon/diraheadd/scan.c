@@ -519,10 +519,21 @@ static uint64_t first_window(const struct scan_mgr *m, const struct dirahead_eve
 	return w < m->cfg.window_max ? w : m->cfg.window_max;
 }
 
-/* ev is of s's directory (a program that lists the same directory again is not elsewhere). */
-static bool same_dir(const struct scan *s, const struct dirahead_event *ev)
+/* ev's thread moved on to another directory (a SCAN or a walker's LISTING): what its other scans
+ * see now is not their stats' cost alone (see pays_off).  Listing the same directory again is not
+ * going elsewhere. */
+static void mark_interleaved(struct scan_mgr *m, const struct dirahead_event *ev)
 {
-	return s->dev_major == ev->dev_major && s->dev_minor == ev->dev_minor && s->ino == ev->ino;
+	for (struct scan *o = m->scans; o; o = o->next)
+		if (o->tgid == ev->tgid && o->tid == ev->tid &&
+		    !(o->dev_major == ev->dev_major && o->dev_minor == ev->dev_minor && o->ino == ev->ino))
+			o->interleaved = true;
+}
+
+/* The probe's rate is slow enough that only timing its stats can tell (else it decides alone). */
+static bool rate_needs_timing(const struct scan_mgr *m, const struct scan *s, const struct pol_cost *c)
+{
+	return !(c->gap_ns >= 0 && c->gap_ns < TIME_AT_ONCE * policy_threshold_ns(m->pol, scan_fs(s)));
 }
 
 static void want_timing(struct scan *s)
@@ -575,11 +586,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		m->st->scans_unlisted++;
 	if (!m->cfg.enabled)
 		return;
-	/* the thread moved on to another directory: what its other scans see now is not their
-	 * stats' cost alone (see pays_off) */
-	for (struct scan *o = m->scans; o; o = o->next)
-		if (o->tgid == ev->tgid && o->tid == ev->tid && !same_dir(o, ev))
-			o->interleaved = true;
+	mark_interleaved(m, ev);
 	char comm[DIRAHEAD_COMM_LEN + 1];
 	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
 	comm[DIRAHEAD_COMM_LEN] = '\0';
@@ -702,8 +709,7 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		 * listing or at a program's start are its slowest: up to TIME_AT_ONCE times the
 		 * threshold, the probe's own rate decides first (end_probe times a probe it leaves
 		 * undecided). */
-		if (!(cost.gap_ns >= 0 &&
-		      cost.gap_ns < TIME_AT_ONCE * policy_threshold_ns(m->pol, scan_fs(s))))
+		if (rate_needs_timing(m, s, &cost))
 			want_timing(s);
 		/* hear from BPF again once probe_stats more stats were made */
 		if (detector_scan_step(m->det, s->id, policy_probe_stats(m->pol)) < 0) {
@@ -747,8 +753,7 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	/* untimed, and the rate does not say "fast" */
 	bool undecided = cost.lat_ns < 0 &&
 			 (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs));
-	if (undecided && !s->timed_probe && cost.gap_ns >= 0 &&
-	    cost.gap_ns < TIME_AT_ONCE * policy_threshold_ns(m->pol, fs) &&
+	if (undecided && !s->timed_probe && !rate_needs_timing(m, s, &cost) &&
 	    s->rate_rounds++ < RATE_ROUNDS_MAX) {
 		/* a little slow: a stretch the program was off the CPU for (a small machine, the
 		 * daemon busy with this very scan) looks so too; another stretch by rate first */
@@ -1075,14 +1080,13 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	/* Did its stats since the last event walk through the entries in our order (as opposed to
 	 * a few names picked here and there: imports, completion)? */
 	bool sequential = pos > s->app_pos && pos - s->app_pos <= 2 * delta;
-	/* Past the window, but walking our order: the window lags a program that runs through
-	 * what is fetched (threads side by side, a busy daemon), which is no sign that it goes
-	 * elsewhere; counted as late, and the window grows below. */
-	bool lagging = kind == MISS && found && sequential && s->state == SCAN_PREFETCHING &&
-		       s->control != CTL_WAIT && s->control != CTL_MEASURE;
-	/* Nothing fetched yet (the directory is still being read, or read whole to sort it): the
-	 * program's stats meanwhile are what it did before help could arrive, as while opening. */
-	if (lagging || (kind == MISS && s->state == SCAN_PREFETCHING && !s->completed))
+	/* Misses that say nothing of where the program goes, counted as late: nothing is fetched
+	 * yet (the directory is still being read, or read whole to sort it: as while opening), or
+	 * the window lags a program walking our order through what is fetched (threads side by
+	 * side, a busy daemon; the window grows below). */
+	if (kind == MISS && s->state == SCAN_PREFETCHING &&
+	    (!s->completed || (found && sequential && s->control != CTL_WAIT &&
+			       s->control != CTL_MEASURE)))
 		kind = LATE;
 	if (pos > s->app_pos)
 		s->app_pos = pos;
@@ -1176,11 +1180,8 @@ int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr)
 			on_end_event(m, ev);
 		break;
 	case DIRAHEAD_EV_LISTING:
-		/* a walker's listing, as a SCAN event of it would be: its walk happens between the
-		 * stats of the scans above (see pays_off) */
-		for (struct scan *o = m->scans; o; o = o->next)
-			if (o->tgid == ev->tgid && o->tid == ev->tid && !same_dir(o, ev))
-				o->interleaved = true;
+		/* a walker's listing, as a SCAN event of it would be */
+		mark_interleaved(m, ev);
 		walk_mgr_on_listing(m->walks, ev);
 		break;
 	}
