@@ -604,8 +604,14 @@ static __always_inline void fill_cred(struct dirahead_event *e)
 	e->cred_sgid = BPF_CORE_READ(c, sgid.val);
 	e->cred_fsgid = BPF_CORE_READ(c, fsgid.val);
 	e->cgroup_id = bpf_get_current_cgroup_id();
-	/* kernel_cap_t: one u64 (6.3+) or two u32, the same 8 bytes either way */
-	bpf_probe_read_kernel(&e->cred_caps, sizeof(e->cred_caps), &c->cap_effective);
+	/* Capabilities count only where they are root's: held in the initial user namespace
+	 * (level 0).  Any user has a full set in a namespace of its own (unshare -Ur, a rootless
+	 * container), valid only over what that namespace maps; the daemon's would be real.
+	 * kernel_cap_t: one u64 (6.3+) or two u32, the same 8 bytes either way. */
+	if (BPF_CORE_READ(c, user_ns, level) == 0)
+		bpf_probe_read_kernel(&e->cred_caps, sizeof(e->cred_caps), &c->cap_effective);
+	else
+		e->cred_caps = 0;
 	gi = BPF_CORE_READ(c, group_info);
 	if (!gi)
 		return;

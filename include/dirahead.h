@@ -218,12 +218,15 @@ struct dirahead_dir_opts {
 
 /*
  * Credentials (dirahead_dir_opts.cred, dirahead_cred_apply()): those of the program a prefetch is
- * for, so that every permission check is the program's own and a FUSE mount that admits only its
- * owner (no allow_other) serves it.  Applying them needs CAP_SETUID and CAP_SETGID in the
- * process's permitted set; of `caps` (bits 1 << CAP_*), only those in the permitted set become
- * effective, and no other capability is effective meanwhile.  Unused groups must be 0.
+ * for, so that every permission check is the program's own.  A thread applying them takes on the
+ * filesystem uid and gid, the groups and (of `caps`, bits 1 << CAP_*) the capabilities the
+ * process has, with no other capability effective meanwhile; never the real, effective or saved
+ * ids, which signal and prlimit permission checks compare (a user could otherwise kill the
+ * process).  Needs CAP_SETUID and CAP_SETGID in the process's permitted set.  Unused groups must
+ * be 0.  A program with more groups than DIRAHEAD_CRED_GROUPS cannot be represented: serve it
+ * without them never (a dropped group can grant access an ACL denies it).
  */
-#define DIRAHEAD_CRED_GROUPS 32
+#define DIRAHEAD_CRED_GROUPS 256
 struct dirahead_cred {
 	uint32_t uid, euid, suid, fsuid;
 	uint32_t gid, egid, sgid, fsgid;
@@ -232,9 +235,36 @@ struct dirahead_cred {
 	uint64_t caps;
 };
 /* The calling thread acts with c from now on (NULL: with the process's own credentials again).
- * Linux credentials are per thread: other threads are not affected.  0 or -errno (EPERM without
+ * Per thread: other threads are not affected.  0 or -errno (EPERM without
  * CAP_SETUID/CAP_SETGID, E2BIG for too many groups). */
 int dirahead_cred_apply(const struct dirahead_cred *c);
+
+/*
+ * What a call as a program's credentials hands back (dirahead_cred_call()): its result, the fds
+ * it opened (the caller's to close) and numbers it found.
+ */
+#define DIRAHEAD_CALL_FDS 9
+#define DIRAHEAD_CALL_VALS 9
+struct dirahead_call_out {
+	int res;                      /* fn's result: >= 0, or -errno */
+	unsigned int nfds;            /* fds[0..nfds) are open */
+	int fds[DIRAHEAD_CALL_FDS];
+	uint64_t vals[DIRAHEAD_CALL_VALS];
+};
+/* fn reads only what arg points to and writes only into out (it may run in another process). */
+typedef void (*dirahead_call_fn)(void *arg, struct dirahead_call_out *out);
+/*
+ * Runs fn acting as c (dirahead_cred_apply(c): the thread still acts as c on return).  If fn's
+ * result is -EACCES or -EPERM and c's real, effective or saved ids are not the process's, fn runs
+ * once more in a short-lived child process that has c's ids in full, and out is the child's: a
+ * FUSE mount without allow_other admits only its owner's processes, by those ids.  The child is
+ * killed after 2 s (a hung filesystem).  0 (the outcome is in out->res), or -errno if c could not
+ * be applied at all.
+ */
+int dirahead_cred_call(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
+		       struct dirahead_call_out *out);
+/* Closes out's fds. */
+void dirahead_call_close(struct dirahead_call_out *out);
 
 /*
  * List the directory, fetch only the entries that may be directories (getdents reports

@@ -77,7 +77,8 @@ struct dirahead_event {
 	 * SCAN, PROGRESS and LISTING: the credentials of the calling thread (kernel ids, as the
 	 * initial user namespace sees them), so that the daemon prefetches with the program's own
 	 * rights: ids, the first DIRAHEAD_EV_GROUPS supplementary groups (cred_ngroups is how many it
-	 * has), effective capabilities (bit 1 << CAP_*).
+	 * has), effective capabilities (bit 1 << CAP_*) when they are held in the initial user
+	 * namespace (0 otherwise: a namespace's capabilities are not root's).
 	 */
 	__u32 cred_uid, cred_euid, cred_suid, cred_fsuid;
 	__u32 cred_gid, cred_egid, cred_sgid, cred_fsgid;

@@ -100,7 +100,9 @@ int procdir_same(int dfd, const char *name, const struct dirahead_event *ev, uin
 	return stx.stx_dev_major == ev->dev_major && stx.stx_dev_minor == ev->dev_minor ? 0 : -ESTALE;
 }
 
-void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c)
+/* What the event itself says of the program's credentials (its first DIRAHEAD_EV_GROUPS
+ * groups). */
+static void cred_of_event(const struct dirahead_event *ev, struct dirahead_cred *c)
 {
 	uint32_t n = ev->cred_ngroups < DIRAHEAD_EV_GROUPS ? ev->cred_ngroups : DIRAHEAD_EV_GROUPS;
 	*c = (struct dirahead_cred){
@@ -108,13 +110,80 @@ void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c)
 		.fsuid = ev->cred_fsuid, .gid = ev->cred_gid, .egid = ev->cred_egid,
 		.sgid = ev->cred_sgid, .fsgid = ev->cred_fsgid, .ngroups = n,
 	};
-	/* More groups than an event carries: the first ones only, which can only refuse the daemon
-	 * what the program could do, never the other way round. */
 	memcpy(c->groups, ev->cred_groups, n * sizeof(c->groups[0]));
-	/* Of its capabilities, what bears on reading directories and stat'ing their entries (a
-	 * backup agent running as root): the daemon's own CAP_DAC_READ_SEARCH stands for both. */
+	/* Of its capabilities (BPF reports only those held in the initial user namespace), what
+	 * bears on reading directories and stat'ing their entries (a backup agent running as
+	 * root): the daemon's own CAP_DAC_READ_SEARCH stands for both. */
 	if (ev->cred_caps & ((1ull << CAP_DAC_READ_SEARCH) | (1ull << CAP_DAC_OVERRIDE)))
 		c->caps = 1ull << CAP_DAC_READ_SEARCH;
+}
+
+/* The thread's whole group list from its status in our procfs (kernel ids: the initial user
+ * namespace's view), into c; -ESTALE if it is not the list the event's prefix and count say. */
+static int groups_from_proc(const struct dirahead_event *ev, struct dirahead_cred *c)
+{
+	char p[64], *line = NULL;
+	size_t cap = 0;
+	int r = -ESTALE;
+	snprintf(p, sizeof(p), "task/%u/status", ev->tid ? ev->tid : ev->tgid);
+	int sfd = procdir_open_pid(ev->tgid, p, O_RDONLY | O_CLOEXEC);
+	FILE *f = sfd < 0 ? NULL : fdopen(sfd, "r");
+	if (!f) {
+		if (sfd >= 0)
+			close(sfd);
+		return -ESRCH;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		uint32_t n = 0;
+		char *q = line + 7, *end;
+		for (;;) {
+			unsigned long g = strtoul(q, &end, 10);
+			if (end == q)
+				break;
+			if (n == DIRAHEAD_CRED_GROUPS) {
+				n++;
+				break;
+			}
+			c->groups[n++] = (uint32_t)g;
+			q = end;
+		}
+		if (n > DIRAHEAD_CRED_GROUPS)
+			r = -E2BIG;
+		else if (n == ev->cred_ngroups &&
+			 !memcmp(c->groups, ev->cred_groups, DIRAHEAD_EV_GROUPS * sizeof(uint32_t))) {
+			c->ngroups = n;
+			r = 0;
+		}
+		break;
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
+int procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c)
+{
+	cred_of_event(ev, c);
+	if (ev->cred_ngroups <= DIRAHEAD_EV_GROUPS)
+		return 0;
+	if (ev->cred_ngroups > DIRAHEAD_CRED_GROUPS)
+		return -E2BIG;
+	/* More groups than an event carries: all of them, or none served (a group dropped can be
+	 * the one a directory's ACL denies, and the daemon would then read what the program may
+	 * not). */
+	return groups_from_proc(ev, c);
+}
+
+bool procdir_cred_same(const struct dirahead_cred *c, const struct dirahead_event *ev)
+{
+	struct dirahead_cred e;
+	cred_of_event(ev, &e);
+	return c->uid == e.uid && c->euid == e.euid && c->suid == e.suid && c->fsuid == e.fsuid &&
+	       c->gid == e.gid && c->egid == e.egid && c->sgid == e.sgid && c->fsgid == e.fsgid &&
+	       c->caps == e.caps && c->ngroups == ev->cred_ngroups &&
+	       !memcmp(c->groups, e.groups, e.ngroups * sizeof(e.groups[0]));
 }
 
 /* Only the directory BPF saw counts: paths and fds can be renamed or reused under us. */
@@ -145,37 +214,91 @@ static int reopen(int pfd, const struct dirahead_event *ev)
 	return fd < 0 ? -errno : fd;
 }
 
+/* One open as the program (dirahead_cred_call(): in this thread, or in a child with its ids in
+ * full), its fd in out->fds[0]. */
+struct open_as {
+	int base;                          /* O_PATH fd: the directory, or where path starts */
+	const char *path;                  /* NULL: reopen base itself */
+	struct open_how how;
+	const struct dirahead_event *ev;   /* what it must be; NULL: report what it is in vals */
+};
+
+static void open_as(void *arg, struct dirahead_call_out *out)
+{
+	const struct open_as *a = arg;
+	struct open_how how = a->how;
+	int fd;
+	if (!a->path)
+		fd = reopen(a->base, a->ev);
+	else if ((fd = sys_openat2(a->base, a->path, &how)) < 0)
+		fd = -errno;
+	else if (a->ev)
+		fd = verify(fd, a->ev);
+	out->res = fd < 0 ? fd : 0;
+	if (fd < 0)
+		return;
+	out->fds[out->nfds++] = fd;
+	if (a->ev)
+		return;
+	/* what it is, asked as the program too (a FUSE mount without allow_other answers no one
+	 * else, not even a stat of an open fd) */
+	struct statx stx;
+	struct statfs sf;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_SIZE | STATX_MNT_ID |
+		  STATX_MNT_ID_UNIQUE, &stx) < 0 || fstatfs(fd, &sf) < 0) {
+		out->res = -errno;
+		return;
+	}
+	out->vals[0] = stx.stx_dev_major;
+	out->vals[1] = stx.stx_dev_minor;
+	out->vals[2] = stx.stx_ino;
+	out->vals[3] = stx.stx_size;
+	out->vals[4] = (uint64_t)sf.f_type;
+	out->vals[5] = stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE) ? stx.stx_mnt_id : 0;
+}
+
+/* a's open as c: an fd (vals filled when a->ev is NULL), or -errno.  The calling thread has the
+ * daemon's own credentials again on return. */
+static int open_call(const struct dirahead_cred *c, const struct open_as *a, uint64_t *vals)
+{
+	struct dirahead_call_out out;
+	int r = dirahead_cred_call(c, open_as, (void *)a, &out);
+	dirahead_cred_apply(NULL);
+	if (r < 0 || out.res < 0 || out.nfds != 1) {
+		dirahead_call_close(&out);
+		return r < 0 ? r : out.res < 0 ? out.res : -EPROTO;
+	}
+	if (vals)
+		memcpy(vals, out.vals, 6 * sizeof(*vals));
+	return out.fds[0];
+}
+
 /* Resolve `path` as the process would: relative to its cwd, or absolute within its root, with
  * its credentials.  Resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses
  * magic links, so a crafted path cannot make the daemon open something outside what the process
  * itself sees, and every component is searched with the process's rights (a path swapped to
  * somewhere it may not go fails as it would for the process). */
 static int open_path(int task, const char *path, const struct dirahead_event *ev,
-		     const struct dirahead_cred *c)
+		     const struct dirahead_cred *c, uint64_t *vals)
 {
 	const char *base = "cwd";
-	int bfd, fd, r;
-	struct open_how how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS };
+	struct open_as a = { .how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS },
+			     .ev = ev };
 
 	if (path[0] == '/') {
 		base = "root";
-		how.resolve |= RESOLVE_IN_ROOT;
+		a.how.resolve |= RESOLVE_IN_ROOT;
 		while (*path == '/')
 			path++;
 		if (!*path)
 			path = ".";
 	}
-	bfd = openat(task, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (bfd < 0)
+	a.path = path;
+	a.base = openat(task, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (a.base < 0)
 		return -errno;
-	if ((r = dirahead_cred_apply(c)) < 0) {
-		close(bfd);
-		return r;
-	}
-	fd = sys_openat2(bfd, path, &how);
-	r = fd < 0 ? -errno : ev ? verify(fd, ev) : fd;
-	dirahead_cred_apply(NULL);
-	close(bfd);
+	int r = open_call(c, &a, vals);
+	close(a.base);
 	return r;
 }
 
@@ -184,14 +307,12 @@ static int open_path(int task, const char *path, const struct dirahead_event *ev
 static int open_link(int task, const char *what, const struct dirahead_event *ev,
 		     const struct dirahead_cred *c)
 {
-	int pfd = openat(task, what, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (pfd < 0)
+	struct open_as a = { .ev = ev };
+	a.base = openat(task, what, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (a.base < 0)
 		return -errno;
-	int r = dirahead_cred_apply(c);
-	if (r == 0)
-		r = reopen(pfd, ev);
-	dirahead_cred_apply(NULL);
-	close(pfd);
+	int r = open_call(c, &a, NULL);
+	close(a.base);
 	return r;
 }
 
@@ -222,10 +343,13 @@ int procdir_open(const struct dirahead_event *ev)
 	char p[32];
 	int r = -ENOENT, fd, task = open_task(ev);
 	struct dirahead_cred c;
-	procdir_cred(ev, &c);
 
 	if (task < 0)
 		return task == -ENOTDIR ? -ENOENT : task;
+	if ((r = procdir_cred(ev, &c)) < 0) {
+		close(task);
+		return r;
+	}
 	if (ev->ref & DIRAHEAD_REF_FD) {
 		snprintf(p, sizeof(p), "fd/%d", ev->fd);
 		r = open_link(task, p, ev, &c);
@@ -245,7 +369,7 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = open_path(task, path, ev, &c);
+		fd = open_path(task, path, ev, &c, NULL);
 		if (fd >= 0) {
 			r = fd;
 			goto out;
@@ -262,9 +386,8 @@ out:
 int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 {
 	char path[DIRAHEAD_PATH_LEN];
-	struct statx stx;
-	struct statfs sf;
 	struct dirahead_cred c;
+	uint64_t v[6];
 	int task, fd;
 
 	if (!(ev->ref & DIRAHEAD_REF_PATH) || !ev->path[0])
@@ -274,22 +397,13 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 		return task;
 	memcpy(path, ev->path, sizeof(path));
 	path[sizeof(path) - 1] = '\0';
-	procdir_cred(ev, &c);
-	fd = open_path(task, path, NULL, &c);
+	fd = procdir_cred(ev, &c);
+	if (fd == 0)
+		fd = open_path(task, path, NULL, &c, v);
 	close(task);
 	if (fd < 0)
 		return fd == -ENOTDIR ? -ENOENT : fd;
-	int e;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_SIZE | STATX_MNT_ID |
-		  STATX_MNT_ID_UNIQUE, &stx) < 0 || fstatfs(fd, &sf) < 0) {
-		e = errno;
-		close(fd);
-		return -e;
-	}
-	*id = (struct procdir_id){
-		.dev_major = stx.stx_dev_major, .dev_minor = stx.stx_dev_minor, .ino = stx.stx_ino,
-		.size = stx.stx_size, .magic = (uint64_t)sf.f_type,
-		.mnt_id = stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE) ? stx.stx_mnt_id : 0,
-	};
+	*id = (struct procdir_id){ .dev_major = (uint32_t)v[0], .dev_minor = (uint32_t)v[1],
+				   .ino = v[2], .size = v[3], .magic = v[4], .mnt_id = v[5] };
 	return fd;
 }

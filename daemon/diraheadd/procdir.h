@@ -34,8 +34,14 @@ int procdir_open_pid(uint32_t pid, const char *what, int flags);
  * opened but was another directory, other -errno otherwise (-EACCES: the program may not).
  */
 int procdir_open(const struct dirahead_event *ev);
-/* The program's credentials at ev, for its prefetch (dirahead_dir_opts.cred). */
-void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c);
+/* The program's credentials at ev, for its prefetch (dirahead_dir_opts.cred): its ids, all of
+ * its groups (beyond the event's first DIRAHEAD_EV_GROUPS, from the thread's status), and of its
+ * capabilities (held in the initial user namespace: BPF reports no others) those that bear on
+ * reading.  0, or -E2BIG (more groups than a dirahead_cred holds), -ESTALE (its groups changed
+ * since the event), -ESRCH (the thread is gone): then it is not served at all. */
+int procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c);
+/* Whether ev (a later event of the same program) shows the credentials c was taken from. */
+bool procdir_cred_same(const struct dirahead_cred *c, const struct dirahead_event *ev);
 
 /* Where the event's path leads, as the process resolves it. */
 struct procdir_id {

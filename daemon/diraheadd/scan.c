@@ -391,6 +391,19 @@ static void drop_opening(struct scan *s, enum da_skip_reason why)
 }
 
 /* In an opener thread (may hang on the filesystem). */
+/* The order the program stats in, learnt as the program (its stats of the first names:
+ * refused on a FUSE mount without allow_other to anyone without its ids). */
+static void learn_as(void *arg, struct dirahead_call_out *out)
+{
+	const struct open_job *job = arg;
+	char name[DIRAHEAD_NAME_LEN];
+	memcpy(name, job->ev.name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	enum dirahead_order o = order_learn(job->fd, name, job->ev.stats);
+	out->vals[0] = (uint64_t)o;
+	out->res = 0;
+}
+
 static void open_run(void *arg)
 {
 	struct open_job *job = arg;
@@ -404,14 +417,12 @@ static void open_run(void *arg)
 	if (job->fd >= 0 && job->learn && (job->ev.flags & DIRAHEAD_EVF_SORTED)) {
 		job->order = DIRAHEAD_ORDER_NAME; /* BPF saw its names come in order: no reading */
 	} else if (job->fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
-		char name[DIRAHEAD_NAME_LEN];
 		struct dirahead_cred c;
-		memcpy(name, job->ev.name, sizeof(name));
-		name[sizeof(name) - 1] = '\0';
+		struct dirahead_call_out out;
 		/* its reading, too, as the program (the filesystem sees who asks) */
-		procdir_cred(&job->ev, &c);
-		if (dirahead_cred_apply(&c) == 0)
-			job->order = order_learn(job->fd, name, job->ev.stats);
+		if (procdir_cred(&job->ev, &c) == 0 &&
+		    dirahead_cred_call(&c, learn_as, job, &out) == 0 && out.res == 0)
+			job->order = (enum dirahead_order)out.vals[0];
 		dirahead_cred_apply(NULL);
 	}
 }
@@ -450,6 +461,9 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		return DA_SKIP_BUSY;
 	if (!user_room(m, ev->cred_euid, ev->cgroup_id))
 		return DA_SKIP_USER_BUSY;
+	/* all of the program's credentials, or no prefetch */
+	if (procdir_cred(ev, &s->cred) < 0)
+		return DA_SKIP_CRED;
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return DA_SKIP_ENGINE;
@@ -475,7 +489,6 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	}
 	s->pre_fd = -1; /* the job's now */
 	s->state = SCAN_OPENING;
-	procdir_cred(ev, &s->cred);
 	s->cgroup_id = ev->cgroup_id;
 	s->app_pos = s->stats_seen = ev->stats;
 	s->start_ns = s->last_ns = now_ns();
@@ -1044,6 +1057,12 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	if (!s || s->ending >= 0)
 		return;
 	m->st->progress_events += !final;
+	/* Credentials follow the program: one that dropped (or gained) rights mid-scan is never
+	 * served with the old ones.  (The END event carries none: only SCAN and PROGRESS do.) */
+	if (!final && s->state != SCAN_PROBING && !procdir_cred_same(&s->cred, ev)) {
+		end_scan(s, DA_END_CRED);
+		return;
+	}
 	if (s->state == SCAN_PROBING) {
 		s->last_ns = now_ns();
 		if (!final)

@@ -18,7 +18,8 @@
 	X(EVICTED, "evicted")          /* the detector dropped its state */                       \
 	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */                   \
 	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */ \
-	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */
+	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */   \
+	X(CRED, "credentials_changed") /* the program's credentials changed mid-scan */
 
 /* Why a confirmed scan was not prefetched. */
 #define DA_SKIP_REASONS(X)                                                                         \
@@ -37,7 +38,8 @@
 	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */      \
 	X(OPENERS_BUSY, "openers_busy")/* every opener thread busy (stuck on a hung filesystem) */ \
 	X(USER_BUSY, "user_busy")      /* max_scans_per_user or _per_cgroup reached */            \
-	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */
+	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */ \
+	X(CRED, "credentials")         /* its credentials could not be taken whole (groups) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
 #define DA_WALK_END_REASONS(X)                                                                     \
@@ -48,6 +50,7 @@
 	X(FAST, "fast_listings")       /* listing only, and the listings wait for nothing */      \
 	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */   \
 	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
+	X(CRED, "credentials_changed") /* the walker's credentials changed */                      \
 	X(SHUTDOWN, "shutdown")
 
 /* What became of a request to the metrics endpoint (httpd.c). */

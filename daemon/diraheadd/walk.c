@@ -635,6 +635,30 @@ void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info 
 static const struct open_how up_how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 					 .resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
 
+struct up_as {
+	int fd;                            /* a directory of the walk */
+	const struct dirahead_event *ev;   /* the mount it must stay on */
+	uint64_t want;                     /* parent_of: the inode the parent must have */
+	uint64_t stop;                     /* ancestors: the inode the walk starts below */
+};
+
+/* The parent of a->fd, checked to be a->want, as the program (in fds[0]). */
+static void parent_as(void *arg, struct dirahead_call_out *out)
+{
+	const struct up_as *a = arg;
+	int pfd = (int)syscall(SYS_openat2, a->fd, "..", &up_how, sizeof(up_how));
+	out->res = pfd < 0 ? -errno : 0;
+	if (pfd < 0)
+		return;
+	/* (checked as the program too: a mount without allow_other answers nobody else) */
+	if (procdir_same(pfd, "", a->ev, a->want) < 0) {
+		close(pfd);
+		out->res = -ESTALE;
+		return;
+	}
+	out->fds[out->nfds++] = pfd;
+}
+
 /* The parent of e's directory, checked to be `want` by inode, or -errno. */
 static int parent_of(const struct dirahead_event *e, uint64_t want)
 {
@@ -644,20 +668,19 @@ static int parent_of(const struct dirahead_event *e, uint64_t want)
 	/* The parent as the program reached it: same mount, no symlink, its rights; checked by
 	 * inode. */
 	struct dirahead_cred c;
-	procdir_cred(e, &c);
-	int err = dirahead_cred_apply(&c);
-	int pfd = err < 0 ? -1 : (int)syscall(SYS_openat2, fd, "..", &up_how, sizeof(up_how));
-	if (!err && pfd < 0)
-		err = -errno;
-	/* (checked as the program too: a mount without allow_other answers nobody else) */
-	if (pfd >= 0 && procdir_same(pfd, "", e, want) < 0) {
-		close(pfd);
-		pfd = -1;
-		err = -ESTALE;
-	}
+	struct dirahead_call_out out;
+	struct up_as a = { .fd = fd, .ev = e, .want = want };
+	int err = procdir_cred(e, &c);
+	out.nfds = 0;
+	if (err == 0)
+		err = dirahead_cred_call(&c, parent_as, &a, &out);
 	dirahead_cred_apply(NULL);
 	close(fd);
-	return pfd >= 0 ? pfd : err;
+	if (err < 0 || out.res < 0 || out.nfds != 1) {
+		dirahead_call_close(&out);
+		return err < 0 ? err : out.res < 0 ? out.res : -EPROTO;
+	}
+	return out.fds[0];
 }
 
 /* The top of the walk (the parent of ev's directory), or -errno. */
@@ -685,30 +708,43 @@ static void open_discard(void *arg)
 	free(r);
 }
 
-/* In an opener thread (may hang on the filesystem). */
-static void open_run(void *arg)
+/* The ancestors of a->fd as far as the mount goes (and the program may search), as the
+ * program: fds[i] and their inodes in vals[i]. */
+static void ancestors_as(void *arg, struct dirahead_call_out *out)
 {
-	struct open_job *job = arg, *r = job;
-	int pfd = r->fd = open_top(job);
-	/* its ancestors, as far as the mount goes (and the program may search) */
-	struct dirahead_cred c;
-	procdir_cred(&job->ev, &c);
-	if (pfd >= 0 && dirahead_cred_apply(&c) < 0)
-		pfd = -1;
-	for (int cur = pfd, i = 0; pfd >= 0 && i < WALK_ANCESTORS; i++) {
+	const struct up_as *a = arg;
+	out->res = 0;
+	for (int cur = a->fd, i = 0; i < WALK_ANCESTORS && i < DIRAHEAD_CALL_FDS; i++) {
 		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
 		struct stat st;
 		cur = up;
-		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", &job->ev, st.st_ino) < 0 ||
-		    (i && st.st_ino == r->up[i - 1]) || st.st_ino == job->ev.parent_ino) {
+		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", a->ev, st.st_ino) < 0 ||
+		    (i && st.st_ino == out->vals[i - 1]) || st.st_ino == a->stop) {
 			/* not the same mount, or the filesystem's root */
 			if (up >= 0)
 				close(up);
 			break;
 		}
-		r->up[i] = st.st_ino;
-		r->up_fd[i] = up;
+		out->vals[i] = st.st_ino;
+		out->fds[out->nfds++] = up;
 	}
+}
+
+/* In an opener thread (may hang on the filesystem). */
+static void open_run(void *arg)
+{
+	struct open_job *job = arg, *r = job;
+	int pfd = r->fd = open_top(job);
+	if (pfd < 0)
+		return;
+	struct dirahead_cred c;
+	struct dirahead_call_out out;
+	struct up_as a = { .fd = pfd, .ev = &job->ev, .stop = job->ev.parent_ino };
+	if (procdir_cred(&job->ev, &c) == 0 && dirahead_cred_call(&c, ancestors_as, &a, &out) == 0)
+		for (unsigned i = 0; i < out.nfds && i < WALK_ANCESTORS; i++) {
+			r->up[i] = out.vals[i];
+			r->up_fd[i] = out.fds[i];
+		}
 	dirahead_cred_apply(NULL);
 }
 
@@ -820,6 +856,11 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		m->st->skips[DA_SKIP_USER_BUSY]++;
 		return NULL;
 	}
+	struct dirahead_cred cred;
+	if (procdir_cred(ev, &cred) < 0) { /* all of them, or no walk */
+		m->st->skips[DA_SKIP_CRED]++;
+		return NULL;
+	}
 	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (c) /* a walk of its own now: the detector's entry is set anew below */
 		cand_drop(m, c, false);
@@ -833,7 +874,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 			    .list_only = list_only, .last_listed_ahead = -1 };
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		w->up_fd[i] = -1;
-	procdir_cred(ev, &w->cred);
+	w->cred = cred;
 	w->cgroup_id = ev->cgroup_id;
 	w->start_ns = w->last_ns = now_ns();
 	w->window = m->cfg.walk_ahead_dirs;
@@ -969,6 +1010,11 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (!w)
 		return cand_listing(m, ev);
 	w->last_ns = now_ns();
+	/* its credentials changed (dropped privileges): never served with the old ones */
+	if (!procdir_cred_same(&w->cred, ev)) {
+		end_walk(w, DA_WALK_END_CRED);
+		return;
+	}
 	if (!w->root) { /* the top is still being opened */
 		w->pending_ino = ev->ino;
 		return;

@@ -237,15 +237,28 @@ static int reopen(int src_fd, bool as_program)
 	return openat(src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* The open itself, as the job's credentials (perhaps in a child that has them in full). */
+static void rjob_open_as(void *arg, struct dirahead_call_out *out)
+{
+	struct rjob *j = arg;
+	int fd = j->src_fd >= 0 ? reopen(j->src_fd, j->op.cred != NULL)
+				: open_child(j->parent->fd, j->name);
+	out->res = fd < 0 ? (j->src_fd >= 0 ? -errno : fd) : 0;
+	if (fd >= 0)
+		out->fds[out->nfds++] = fd;
+}
+
 /* First read: open our own description of the directory (own file position). */
 static bool rjob_open(struct rjob *j)
 {
-	int fd = j->src_fd >= 0 ? reopen(j->src_fd, j->op.cred != NULL)
-				: open_child(j->parent->fd, j->name);
-	if (fd < 0) {
-		j->op.res = j->src_fd >= 0 ? -errno : fd;
+	struct dirahead_call_out out;
+	int r = dirahead_cred_call(j->op.cred ? &j->op.cred->c : NULL, rjob_open_as, j, &out);
+	if (r < 0 || out.res < 0 || out.nfds != 1) {
+		dirahead_call_close(&out);
+		j->op.res = r < 0 ? r : out.res < 0 ? out.res : -EPROTO;
 		return false;
 	}
+	int fd = out.fds[0];
 	j->opened_fd = fd;
 	j->ds = malloc(sizeof(*j->ds));
 	if (!j->ds || da_ds_init(j->ds, fd) < 0) {
@@ -262,9 +275,9 @@ static void rjob_run(struct pool_job *pj)
 	struct rjob *j = list_entry(pj, struct rjob, op.job);
 	if ((j->op.res = op_cred(&j->op)) < 0)
 		return;
-	/* io_uring takes credentials as a registered personality: registered from a thread that
-	 * has them, this one */
-	if (j->uring && (j->personality = da_uring_personality(j->uring)) < 0) {
+	/* io_uring takes credentials as a registered personality (registered by a child with
+	 * them in full: the reader thread only takes the filesystem ids) */
+	if (j->uring && (j->personality = da_uring_personality(j->uring, &j->op.cred->c)) < 0) {
 		j->op.res = j->personality;
 		return;
 	}

@@ -96,6 +96,10 @@ struct da_cred {
 struct da_cred *da_cred_ref(struct da_cred *c) DA_HIDDEN;
 /* Frees at the last reference (a personality dies with its ring: nothing to unregister). */
 void da_cred_unref(struct da_cred *c) DA_HIDDEN;
+/* fn in a child process with c's ids in full (see dirahead_cred_call()): 0 with out, or -errno
+ * (-ETIMEDOUT: killed after 2 s; -ECHILD: it died). */
+int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
+		       struct dirahead_call_out *out) DA_HIDDEN;
 
 /* ---- io_uring backend (uring.c) ------------------------------------------------------------- */
 struct da_uring;
@@ -106,8 +110,9 @@ void da_uring_free(struct da_uring *u) DA_HIDDEN;
 unsigned da_uring_room(const struct da_uring *u) DA_HIDDEN;
 void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx *stx,
 		    int personality, void *data) DA_HIDDEN;
-/* Registers the calling thread's credentials: a personality id, or -errno.  Any thread. */
-int da_uring_personality(struct da_uring *u) DA_HIDDEN;
+/* Registers c's credentials, in full (a child process with them registers itself): a
+ * personality id, or -errno.  Any thread. */
+int da_uring_personality(struct da_uring *u, const struct dirahead_cred *c) DA_HIDDEN;
 void da_uring_unpersonality(struct da_uring *u, int id) DA_HIDDEN;
 void da_uring_cancel(struct da_uring *u, void *data) DA_HIDDEN;
 int da_uring_flush(struct da_uring *u) DA_HIDDEN;

@@ -2,6 +2,9 @@
 /* The io_uring backend: IORING_OP_STATX requests, completions signalled on the engine's eventfd. */
 #include "internal.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <errno.h>
 #include <liburing.h>
 #include <stdlib.h>
@@ -97,9 +100,21 @@ void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx 
 	u->outstanding++;
 }
 
-int da_uring_personality(struct da_uring *u)
+/* In the child: register its own credentials with the ring (an fd it inherited). */
+static void register_self(void *arg, struct dirahead_call_out *out)
 {
-	return io_uring_register_personality(&u->ring);
+	long r = syscall(__NR_io_uring_register, *(int *)arg, IORING_REGISTER_PERSONALITY, NULL, 0);
+	out->res = r < 0 ? -errno : (int)r;
+}
+
+int da_uring_personality(struct da_uring *u, const struct dirahead_cred *c)
+{
+	/* A personality is the registrant's credentials: registered by a child that has c's ids in
+	 * full, never by a thread of ours that took them. */
+	struct dirahead_call_out out;
+	int fd = u->ring.ring_fd;
+	int r = da_cred_call_child(c, register_self, &fd, &out);
+	return r < 0 ? r : out.res;
 }
 
 void da_uring_unpersonality(struct da_uring *u, int id)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
- * Credentials (daemon/lib/cred.c, dirahead_dir_opts.cred): a thread takes on a program's ids and
- * groups and comes back, without touching the process's other threads; with them, the engine
- * opens, reads and stats as that program would (both backends).  Needs root (CAP_SETUID); skips
+ * Credentials (daemon/lib/cred.c, dirahead_dir_opts.cred): a thread takes on a program's
+ * filesystem ids, groups and capabilities and comes back, without touching the process's other
+ * threads and never taking its real, effective or saved ids (which would let that user signal
+ * it); what needs them in full runs in a child; with them, the engine opens, reads and stats as
+ * that program would (both backends).  Needs root (CAP_SETUID); skips
  * otherwise.
  */
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <cmocka.h>
@@ -50,11 +53,31 @@ static void *other_thread(void *arg)
 {
 	int *go = arg;
 	char c;
-	uid_t r, e, s;
 	if (read(go[0], &c, 1) != 1)
 		return NULL;
-	getresuid(&r, &e, &s);
-	return (void *)(uintptr_t)(r == 0 && e == 0 && s == 0);
+	return (void *)(uintptr_t)(syscall(SYS_setfsuid, -1) == 0);
+}
+
+static uint32_t fsuid_now(void)
+{
+	return (uint32_t)syscall(SYS_setfsuid, -1);
+}
+
+/* Whether a process with uid `uid` may send signal 0 to thread tid of this process (kill
+ * permission compares the target's real and saved uids with the sender's). */
+static int signal_as(uid_t uid, pid_t tid)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* (forked from a thread acting as a program: its capabilities back first) */
+		if (dirahead_cred_apply(NULL) || syscall(SYS_setresgid, uid, uid, uid) ||
+		    syscall(SYS_setresuid, uid, uid, uid))
+			_exit(2);
+		_exit(syscall(SYS_tgkill, getppid(), tid, 0) == 0 ? 0 : errno == EPERM ? 1 : 3);
+	}
+	int st;
+	assert_true(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	return WEXITSTATUS(st);
 }
 
 static void test_apply(void **state)
@@ -69,15 +92,16 @@ static void test_apply(void **state)
 	c.caps = 1ull << CAP_DAC_READ_SEARCH;
 	assert_int_equal(dirahead_cred_apply(&c), 0);
 	uid_t r, e, s;
-	gid_t gr, ge, gs, groups[8];
+	gid_t groups[8];
 	getresuid(&r, &e, &s);
-	getresgid(&gr, &ge, &gs);
-	assert_int_equal(r, NOBODY);
-	assert_int_equal(e, NOBODY);
-	assert_int_equal(s, NOBODY);
-	assert_int_equal(gr, NOBODY);
+	/* what permission checks read is the program's ... */
+	assert_int_equal(fsuid_now(), NOBODY);
+	assert_int_equal((uint32_t)syscall(SYS_setfsgid, -1), NOBODY);
 	assert_int_equal(getgroups(8, groups), 1);
 	assert_int_equal(groups[0], 4242);
+	/* ... the ids that signals and prlimit compare are still ours: nobody cannot signal us */
+	assert_int_equal(r | e | s, 0);
+	assert_int_equal(signal_as(NOBODY, (pid_t)syscall(SYS_gettid)), 1);
 	/* none effective but the one granted, which the process has */
 	assert_int_equal(effective_caps(), 1ull << CAP_DAC_READ_SEARCH);
 	/* the other threads keep the process's own identity */
@@ -89,17 +113,88 @@ static void test_apply(void **state)
 	/* the same again: nothing to do; another one: changed in place */
 	assert_int_equal(dirahead_cred_apply(&c), 0);
 	c.caps = 0;
+	c.fsuid = NOBODY - 1;
 	assert_int_equal(dirahead_cred_apply(&c), 0);
 	assert_int_equal(effective_caps(), 0);
+	assert_int_equal(fsuid_now(), NOBODY - 1);
 	/* back */
 	assert_int_equal(dirahead_cred_apply(NULL), 0);
 	assert_true(ok != NULL);
-	getresuid(&r, &e, &s);
-	assert_int_equal(r | e | s, 0);
+	assert_int_equal(fsuid_now(), 0);
 	assert_int_equal(effective_caps(), caps0);
 	assert_int_equal(dirahead_cred_apply(NULL), 0);
 	c.ngroups = DIRAHEAD_CRED_GROUPS + 1;
 	assert_int_equal(dirahead_cred_apply(&c), -E2BIG);
+}
+
+/* Groups beyond the 32 an event carries are all taken (none dropped: a dropped group can be
+ * the one an ACL denies). */
+static void test_many_groups(void **state)
+{
+	(void)state;
+	struct dirahead_cred c = nobody();
+	gid_t got[64];
+	c.ngroups = 40;
+	for (uint32_t i = 0; i < c.ngroups; i++)
+		c.groups[i] = 5000 + i;
+	assert_int_equal(dirahead_cred_apply(&c), 0);
+	assert_int_equal(getgroups(64, got), 40);
+	assert_int_equal(got[39], 5039);
+	assert_int_equal(dirahead_cred_apply(NULL), 0);
+}
+
+/* Succeeds only with the ids in full (as a FUSE mount without allow_other admits). */
+static void only_nobody(void *arg, struct dirahead_call_out *out)
+{
+	uid_t r, e, s;
+	getresuid(&r, &e, &s);
+	if (r != NOBODY || e != NOBODY || s != NOBODY) {
+		out->res = -EACCES;
+		return;
+	}
+	out->vals[0] = r;
+	int fd = open((const char *)arg, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	out->res = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		out->fds[out->nfds++] = fd;
+}
+
+static void always_refused(void *arg, struct dirahead_call_out *out)
+{
+	(void)arg;
+	out->res = -EACCES;
+}
+
+static void test_call(void **state)
+{
+	(void)state;
+	struct dirahead_cred c = nobody();
+	struct dirahead_call_out out;
+	/* refused to the thread's filesystem ids: done by a child with the ids in full, its fd
+	 * handed over */
+	assert_int_equal(dirahead_cred_call(&c, only_nobody, root, &out), 0);
+	assert_int_equal(out.res, 0);
+	assert_int_equal(out.vals[0], NOBODY);
+	assert_int_equal(out.nfds, 1);
+	struct stat st, want;
+	assert_int_equal(fstat(out.fds[0], &st), 0);
+	assert_int_equal(stat(root, &want), 0);
+	assert_true(st.st_ino == want.st_ino);
+	dirahead_call_close(&out);
+	/* the thread acts as c on return, still with its own ids */
+	assert_int_equal(fsuid_now(), NOBODY);
+	uid_t r, e, s;
+	getresuid(&r, &e, &s);
+	assert_int_equal(r | e | s, 0);
+	assert_int_equal(dirahead_cred_apply(NULL), 0);
+	/* refused either way: refused */
+	assert_int_equal(dirahead_cred_call(&c, always_refused, NULL, &out), 0);
+	assert_int_equal(out.res, -EACCES);
+	assert_int_equal(out.nfds, 0);
+	assert_int_equal(dirahead_cred_apply(NULL), 0);
+	/* the daemon's own ids: no child (it would change nothing) */
+	assert_int_equal(dirahead_cred_call(NULL, only_nobody, root, &out), 0);
+	assert_int_equal(out.res, -EACCES);
 }
 
 struct t {
@@ -226,6 +321,8 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_many_groups),
+		cmocka_unit_test(test_call),
 		cmocka_unit_test(test_engine_uring),
 		cmocka_unit_test(test_engine_threads),
 	};
