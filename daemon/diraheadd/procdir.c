@@ -346,9 +346,9 @@ int procdir_open(const struct dirahead_event *ev)
 
 	if (task < 0)
 		return task == -ENOTDIR ? -ENOENT : task;
-	if ((r = procdir_cred(ev, &c)) < 0) {
+	if ((fd = procdir_cred(ev, &c)) < 0) {
 		close(task);
-		return r;
+		return fd;
 	}
 	if (ev->ref & DIRAHEAD_REF_FD) {
 		snprintf(p, sizeof(p), "fd/%d", ev->fd);
