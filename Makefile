@@ -2,6 +2,7 @@
 #
 # dirahead: one entry point.  make | make deps | make check | make run | make bench | make clean
 # Everything generated goes to build/.  SANITIZE=1 builds with ASan+UBSan; CC=clang works too.
+# make fuzz [FUZZ_SECONDS=300]: the libFuzzer targets (tests/fuzz/, clang), each for that long.
 
 BUILD    ?= build
 CC       ?= cc
@@ -177,6 +178,37 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)
 tests: $(UNIT_BINS) $(TOOL_BINS)
 .PHONY: tests
 
+# ---------------------------------------------------------------------------
+# fuzz targets (tests/fuzz/fuzz_*.c, libFuzzer): always built with clang, whatever CC is, with
+# coverage and ASan+UBSan, from objects of their own in $(BUILD)/fuzz/obj/; the daemon's parts
+# they reach come from an archive, so only those are linked (snapshot.c stands in for the rest).
+# make check builds them and runs each briefly (tests/security/fuzz.sh); make fuzz, longer.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS    := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(FUZZ_SAN) \
+                -fsanitize=fuzzer-no-link -Iinclude -Idaemon/common -Idaemon/diraheadd -Itests/fuzz \
+                -I$(BUILD) -DDIRAHEAD_VERSION=\"$(VERSION)\"
+FUZZ_DAEMON  := config hostcheck control httpd metrics stats fsmagic policy log
+FUZZ_LIB_OBJS := $(FUZZ_DAEMON:%=$(BUILD)/fuzz/obj/daemon/diraheadd/%.o) \
+                 $(COMMON_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/libdiraheadd-fuzz.a: $(FUZZ_LIB_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/obj/tests/fuzz/snapshot.o \
+                      $(BUILD)/fuzz/libdiraheadd-fuzz.a
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -linih -lmicrohttpd -ljson-c $(SD_LIBS) -lm
+.SECONDARY: $(FUZZ_SRCS:%.c=$(BUILD)/fuzz/obj/%.o) $(BUILD)/fuzz/obj/tests/fuzz/snapshot.o
+fuzz-build: $(FUZZ_BINS)
+tests: fuzz-build
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) BUILD=$(BUILD) tests/security/fuzz.sh
+.PHONY: fuzz fuzz-build
+
 # promtool, Prometheus's exposition checker, for tests/integration/metrics-scrape.sh: extracted
 # from Debian's prometheus package, not installed, since that package's postinst would start a
 # Prometheus server.
@@ -195,7 +227,7 @@ tests: $(PROMTOOL)
 $(BUILD)/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h) $(wildcard daemon/lib/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
--include $(shell find $(BUILD)/daemon $(BUILD)/tests -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(BUILD)/daemon $(BUILD)/tests $(BUILD)/fuzz -name '*.d' -type f 2>/dev/null)
 
 deps:
 	@missing=$$(for p in $(DEB_DEPS) $(EXTRA_DEB_DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -102,26 +102,34 @@ struct parse_ctx {
 
 /* inih's reader, counting lines so that errors found after the fact (keys checked against each
  * other) can still name one.  inih reads into a fixed buffer: a longer line would come back in
- * pieces, the rest parsed as lines of their own, so it is an error here. */
+ * pieces, the rest parsed as lines of their own, so it is an error here; so is a NUL byte, after
+ * which inih would see nothing of the line (the rest of it, a setting an editor shows as part of
+ * a comment, was read as a line of its own).  Byte by byte: only that sees where a line ends. */
 static char *read_line(char *str, int num, void *stream)
 {
 	struct parse_ctx *p = stream;
-	if (!fgets(str, num, p->f))
+	int ch, n = 0;
+	bool nul = false;
+	while ((ch = getc(p->f)) != EOF && ch != '\n') {
+		nul |= ch == '\0';
+		if (n < num - 1)
+			str[n] = (char)ch;
+		n++;
+	}
+	if (ch == EOF && n == 0)
 		return NULL;
 	p->line++;
-	size_t n = strlen(str);
-	if (n == (size_t)num - 1 && str[n - 1] != '\n') {
-		int ch = fgetc(p->f);
-		if (ch == EOF || ch == '\n')
-			return str; /* it just fits */
-		while ((ch = fgetc(p->f)) != EOF && ch != '\n')
-			;
+	str[n < num - 1 ? n : num - 1] = '\0';
+	if (nul || n > num - 1) {
 		if (!p->err[0]) {
 			/* name the key (or whatever starts the line) */
 			int k = (int)strspn(str, " \t");
 			int klen = (int)strcspn(str + k, " \t=:");
-			snprintf(p->err, sizeof(p->err), "%.*s: line longer than %d characters",
-				 klen > 64 ? 64 : klen, str + k, num - 1);
+			if (nul)
+				snprintf(p->err, sizeof(p->err), "a NUL byte in the line (not a text file?)");
+			else
+				snprintf(p->err, sizeof(p->err), "%.*s: line longer than %d characters",
+					 klen > 64 ? 64 : klen, str + k, num - 1);
 			p->err_line = p->line;
 		}
 		str[0] = '\0'; /* an empty line: nothing more to say about it */

@@ -220,10 +220,10 @@ static void reply(struct conn *k, bool ok, const char *body)
 		send(k->fd, "\n", 1, MSG_NOSIGNAL);
 }
 
-static void handle(struct conn *k, const char *cmd)
+char *control_answer(struct daemon *d, const char *cmd, bool *ok)
 {
-	struct daemon *d = k->c->d;
 	char *body = NULL;
+	*ok = true;
 	if (!strcmp(cmd, "status")) {
 		body = control_status_json(d);
 	} else if (!strcmp(cmd, "stats")) {
@@ -234,16 +234,38 @@ static void handle(struct conn *k, const char *cmd)
 		body = metrics_text(d);
 	} else if (!strcmp(cmd, "reload")) {
 		char err[512];
-		if (daemon_reload(d, err, sizeof(err)) < 0)
-			return reply(k, false, err);
+		if (daemon_reload(d, err, sizeof(err)) < 0) {
+			*ok = false;
+			return strdup(err);
+		}
 		body = strdup("");
 	} else {
-		return reply(k, false, "unknown command");
+		*ok = false;
+		return strdup("unknown command");
 	}
-	if (!body)
-		return reply(k, false, "out of memory");
-	reply(k, true, body);
+	return body;
+}
+
+static void handle(struct conn *k, const char *cmd)
+{
+	bool ok;
+	char *body = control_answer(k->c->d, cmd, &ok);
+	reply(k, body && ok, body ? body : "out of memory");
 	free(body);
+}
+
+int control_request_line(char *buf, size_t len, size_t size)
+{
+	/* memchr, not strchr: a NUL byte before the newline must not hide it (the client would
+	 * wait for the timeout instead of an answer) */
+	char *nl = memchr(buf, '\n', len);
+	buf[len] = '\0';
+	if (!nl)
+		return len == size - 1 ? -1 : 0; /* too long to be a command */
+	*nl = '\0';
+	if (strlen(buf) != (size_t)(nl - buf))
+		buf[0] = '\0'; /* a NUL byte in it: no command (an empty one is unknown) */
+	return 1;
 }
 
 static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -259,14 +281,12 @@ static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *user
 		return 0;
 	}
 	k->len += (size_t)n;
-	k->buf[k->len] = '\0';
-	char *nl = strchr(k->buf, '\n');
-	if (!nl) {
-		if (k->len == sizeof(k->buf) - 1)
-			conn_close(k); /* too long to be a command */
+	int r = control_request_line(k->buf, k->len, sizeof(k->buf));
+	if (r <= 0) {
+		if (r < 0)
+			conn_close(k);
 		return 0;
 	}
-	*nl = '\0';
 	handle(k, k->buf);
 	conn_close(k);
 	return 0;

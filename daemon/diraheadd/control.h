@@ -3,6 +3,7 @@
 #ifndef DIRAHEAD_CONTROL_H
 #define DIRAHEAD_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct daemon;
@@ -20,5 +21,13 @@ int control_set_group(struct control *c, const char *group, char *err, size_t er
 char *control_status_json(struct daemon *d);
 char *control_stats_json(struct daemon *d);
 char *control_scans_json(struct daemon *d);
+
+/* The answer to one request line (cmd, its newline cut off): *ok (false: an error, whose message
+ * is the body) and the malloc'ed body; NULL when out of memory. */
+char *control_answer(struct daemon *d, const char *cmd, bool *ok);
+/* A request as read so far, the first len bytes of buf[size]: 1 when its line is complete (cut at
+ * the newline, in place; a line holding a NUL byte becomes "", an unknown command), 0 when more
+ * may come, -1 when it is too long to be a command. */
+int control_request_line(char *buf, size_t len, size_t size);
 
 #endif

@@ -3,7 +3,7 @@
 #
 # The config file's error paths and diraheadd's command line.  Each bad file (unknown section or
 # key, bad boolean/number/list/address/engine/order/level, out of range, keys that contradict each
-# other, syntax errors, an over-long line) gives "FILE:LINE: ... KEY ..." and exit 1, from
+# other, syntax errors, an over-long line, a NUL byte) gives "FILE:LINE: ... KEY ..." and exit 1, from
 # `diraheadd --check-config FILE` and from starting the daemon on it; an unreadable file or a
 # directory names the file and exits 1.  Valid files (the shipped one, one setting every key,
 # [policy] at both ends of its ranges) check with exit 0, and the daemon runs on the full one.  A missing default file means the
@@ -78,6 +78,9 @@ bad syntax-noeq '[daemon]\nenabled = yes\nlog_level\n' 3 "syntax error in 'log_l
 bad first-syntax '[daemon]\nlog_level\n[prefetch]\nmax_scans = 0\n' 2 "syntax error in 'log_level'"
 bad first-value '[prefetch]\nmax_scans = 0\n[daemon]\nlog_level\n' 2 '[prefetch] max_scans:'
 bad long-line "[filter]\npath_include = $(printf '/srv/data%03d ' $(seq 1 25))\n" 2 'path_include: line longer than'
+# a NUL byte ends the line for inih: what follows it, a setting an editor shows in a comment, must
+# not be read as a line of its own (found by tests/fuzz/fuzz_config)
+bad nul-byte "[daemon]\n# comment\\0$(printf 'x%.0s' $(seq 1 189))enabled = no\n" 2 'a NUL byte in the line'
 # [policy]: every key out of range, not a number, not a boolean.
 bad policy-enabled '[policy]\nenabled = sometimes\n' 2 '[policy] enabled:'
 bad policy-unknown-key '[policy]\nprobe = 8\n' 2 '[policy] probe: unknown key'

@@ -14,7 +14,8 @@
 #   refused, also when the socket's mode is opened up;
 # - a reload that changes the group applies it at once: the socket's group and mode follow
 #   (root:nogroup 0660, then root:root 0600 for no group), and so does whom the daemon answers;
-# - status/stats/scans --json print valid JSON; bad usage exits 2.
+# - status/stats/scans --json print valid JSON; bad usage exits 2; a request holding a NUL byte
+#   is an unknown command.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
@@ -92,6 +93,17 @@ expect_exit 0 "$CTL" scans --json --socket "$S"
 json_ok "$OUT" "scans --json"
 expect_exit 0 "$CTL" stats --socket "$S"
 assert_contains "$OUT" "scans_ended.completed" "stats, flattened"
+# a NUL byte before the newline: an error at once, not a connection left waiting for the
+# daemon's timeout (found by tests/fuzz/fuzz_control)
+OUT=$(python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1]); s.sendall(b"status\0x\n")
+r = b""
+while True:
+    b = s.recv(4096)
+    if not b: break
+    r += b
+print(r.decode())' "$S")
+assert_eq "$OUT" "error unknown command" "a request holding a NUL byte"
 
 # nobody: refused by the socket's mode ...
 for cmd in status stats scans metrics reload; do
