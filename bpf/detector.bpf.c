@@ -706,8 +706,26 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 }
 
 
-/* An entry more for uid in `procs` (scan false) or `scans` (true), if its share has room. */
-static __always_inline bool share_take(__u32 uid, bool scan)
+static const struct user_share no_share = {};
+
+/* An entry of *uid's leaves `procs` (scan false) or `scans` (true).  uid points into a map value:
+ * inlined where scans end, whose call chain has no stack to spare. */
+static __always_inline void share_give(const __u32 *uid, bool scan)
+{
+	struct user_share *u = bpf_map_lookup_elem(&user_share, uid);
+
+	if (!u)
+		return;
+	__sync_fetch_and_add(scan ? &u->scans : &u->procs, -1);
+	if (u->procs <= 0 && u->scans <= 0)
+		bpf_map_delete_elem(&user_share, uid);
+}
+
+/*
+ * An entry more for uid in `procs` (scan 0) or `scans` (1), if its share has room: 1, else 0.
+ * A call of its own (not inlined): the callers' frames, on the deepest call chain, must not grow.
+ */
+static __noinline int share_take(__u32 uid, int scan)
 {
 	const struct dirahead_bpf_config *cfg = get_config();
 	struct user_share *u = bpf_map_lookup_elem(&user_share, &uid);
@@ -715,34 +733,27 @@ static __always_inline bool share_take(__u32 uid, bool scan)
 	__s32 *n;
 
 	if (!u) {
-		struct user_share zero = {};
-
-		bpf_map_update_elem(&user_share, &uid, &zero, BPF_NOEXIST);
+		bpf_map_update_elem(&user_share, &uid, &no_share, BPF_NOEXIST);
 		u = bpf_map_lookup_elem(&user_share, &uid);
 		if (!u) {	/* more uids hold entries than the map has room for */
 			count(DIRAHEAD_CNT_USER_FULL, 1);
-			return false;
+			return 0;
 		}
 	}
 	n = scan ? &u->scans : &u->procs;
 	if (limit && *n >= (__s32)limit) {
 		count(DIRAHEAD_CNT_USER_FULL, 1);
-		return false;
+		return 0;
 	}
 	__sync_fetch_and_add(n, 1);
-	return true;
+	return 1;
 }
 
-/* An entry of uid's left `procs` or `scans` (or was never made). */
-static __always_inline void share_give(__u32 uid, bool scan)
+/* share_take() undone: the entry could not be made after all. */
+static __noinline int share_untake(__u32 uid, int scan)
 {
-	struct user_share *u = bpf_map_lookup_elem(&user_share, &uid);
-
-	if (!u)
-		return;
-	__sync_fetch_and_add(scan ? &u->scans : &u->procs, -1);
-	if (u->procs <= 0 && u->scans <= 0)
-		bpf_map_delete_elem(&user_share, &uid);
+	share_give(&uid, scan);
+	return 0;
 }
 
 /* A slot stops counting as live (its scan is forgotten or gone). */
@@ -789,24 +800,22 @@ __noinline int end_scan(struct proc *p, __u32 tgid, int slot, __u32 reason)
 	if (sc->flags & SCAN_CONFIRMED)
 		bpf_map_delete_elem(&scan_ctl, &sc->scan_id);
 	if (bpf_map_delete_elem(&scans, &key) == 0)
-		share_give(p->uid, true);
+		share_give(&p->uid, true);
 	return 0;
 }
 
 static __always_inline void end_all(__u32 tgid, __u32 reason)
 {
 	struct proc *p = bpf_map_lookup_elem(&procs, &tgid);
-	__u32 uid;
 
 	/* One lookup for the many processes that never listed anything. */
 	if (!p)
 		return;
-
 	for (int i = 0; i < MAX_ACTIVE; i++)
 		end_scan(p, tgid, i, reason);
-	uid = p->uid;
-	if (bpf_map_delete_elem(&procs, &tgid) == 0)
-		share_give(uid, false);
+	/* before the delete: a freed entry may be reused at once */
+	share_give(&p->uid, false);
+	bpf_map_delete_elem(&procs, &tgid);
 }
 
 /* A thread of a process that lives on exited: the scans it listed are over. */
@@ -917,10 +926,10 @@ static __always_inline struct proc *get_proc(__u32 tgid, struct task_struct *tas
 	__builtin_memset(&s->proc, 0, sizeof(s->proc));
 	s->proc.seed = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
 	s->proc.uid = (__u32)bpf_get_current_uid_gid();
-	if (!share_take(s->proc.uid, false))
+	if (!share_take(s->proc.uid, 0))
 		return NULL;
 	if (bpf_map_update_elem(&procs, &tgid, &s->proc, BPF_NOEXIST)) {
-		share_give(s->proc.uid, false);
+		share_untake(s->proc.uid, 0);
 		/* full, or another thread of the process made it meanwhile */
 		p = bpf_map_lookup_elem(&procs, &tgid);
 		if (!p)
@@ -1165,10 +1174,10 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 		sc->fd = -1;
 		sc->ctl_gen = ctl_gen;
 		adopt_name(sc, p, tgid, tid, &di);
-		if (!share_take(p->uid, true))
+		if (!share_take(p->uid, 1))
 			return 0;
 		if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
-			share_give(p->uid, true);
+			share_untake(p->uid, 1);
 			count(DIRAHEAD_CNT_TABLE_FULL, 1);
 			return 0;
 		}
@@ -1594,10 +1603,10 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 		sc->flags |= SCAN_HAS_PATH | (abs ? SCAN_ABS_PATH : 0);
 		sc->rel_seed = p->rel_seed;
 	}
-	if (!share_take(p->uid, true))
+	if (!share_take(p->uid, 1))
 		return 0;
 	if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
-		share_give(p->uid, true);
+		share_untake(p->uid, 1);
 		count(DIRAHEAD_CNT_TABLE_FULL, 1);
 		return 0;
 	}
