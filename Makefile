@@ -171,6 +171,10 @@ $(BUILD)/tests/unit/test_stats: CFLAGS += -Idaemon/diraheadd
 # The metrics endpoint's Host check.
 $(BUILD)/tests/unit/test_hostcheck: $(BUILD)/daemon/diraheadd/hostcheck.o
 $(BUILD)/tests/unit/test_hostcheck: CFLAGS += -Idaemon/diraheadd
+# The openers' admission and stuck accounting, with jobs that block on a pipe.
+$(BUILD)/tests/unit/test_opener: $(BUILD)/daemon/diraheadd/opener.o
+$(BUILD)/tests/unit/test_opener: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_opener: LIB_DEPS += $(SD_LIBS)
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)

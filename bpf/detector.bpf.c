@@ -109,6 +109,8 @@ struct proc {
 	__u32 seq;
 	__u32 nlive;	/* live slots: 0 lets stats return after the `procs` lookup */
 	__u32 npath;	/* live slots with a name: 0 lets AT_FDCWD stats off the cwd skip the string */
+	__u32 uid;	/* whose share of the tables the entry and its scans are (`user_share`) */
+	__u32 pad;
 	struct active_slot active[MAX_ACTIVE];
 };
 
@@ -242,6 +244,27 @@ struct {
 	__type(key, struct dirahead_scan_key);
 	__type(value, struct scan);
 } scans SEC(".maps");
+
+/*
+ * Entries of `procs` and `scans` each uid holds (key: the real uid, as the initial user namespace
+ * sees it, of the process when its entry was made).  A uid holding its share
+ * (cfg->user_procs, cfg->user_scans) gets no new entry (DIRAHEAD_CNT_USER_FULL), so that one
+ * user's idle listing processes cannot leave everybody else's untracked.  Looked at only where an
+ * entry is made or dropped, never per stat.  A uid's entry goes when it holds nothing; a race
+ * with that can lose a count (the share then errs towards tracking: counts are signed).
+ */
+struct user_share {
+	__s32 procs;
+	__s32 scans;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct user_share);
+} user_share SEC(".maps");
 
 /* Written by the daemon, keyed by scan_id; entries of scans that ended age out. */
 struct {
@@ -689,6 +712,56 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 }
 
 
+static const struct user_share no_share = {};
+
+/* An entry of *uid's leaves `procs` (scan false) or `scans` (true).  uid points into a map value:
+ * inlined where scans end, whose call chain has no stack to spare. */
+static __always_inline void share_give(const __u32 *uid, bool scan)
+{
+	struct user_share *u = bpf_map_lookup_elem(&user_share, uid);
+
+	if (!u)
+		return;
+	__sync_fetch_and_add(scan ? &u->scans : &u->procs, -1);
+	if (u->procs <= 0 && u->scans <= 0)
+		bpf_map_delete_elem(&user_share, uid);
+}
+
+/*
+ * An entry more for uid in `procs` (scan 0) or `scans` (1), if its share has room: 1, else 0.
+ * A call of its own (not inlined): the callers' frames, on the deepest call chain, must not grow.
+ */
+static __noinline int share_take(__u32 uid, int scan)
+{
+	const struct dirahead_bpf_config *cfg = get_config();
+	struct user_share *u = bpf_map_lookup_elem(&user_share, &uid);
+	__u32 limit = cfg ? (scan ? cfg->user_scans : cfg->user_procs) : 0;
+	__s32 *n;
+
+	if (!u) {
+		bpf_map_update_elem(&user_share, &uid, &no_share, BPF_NOEXIST);
+		u = bpf_map_lookup_elem(&user_share, &uid);
+		if (!u) {	/* more uids hold entries than the map has room for */
+			count(DIRAHEAD_CNT_USER_FULL, 1);
+			return 0;
+		}
+	}
+	n = scan ? &u->scans : &u->procs;
+	if (limit && *n >= (__s32)limit) {
+		count(DIRAHEAD_CNT_USER_FULL, 1);
+		return 0;
+	}
+	__sync_fetch_and_add(n, 1);
+	return 1;
+}
+
+/* share_take() undone: the entry could not be made after all. */
+static __noinline int share_untake(__u32 uid, int scan)
+{
+	share_give(&uid, scan);
+	return 0;
+}
+
 /* A slot stops counting as live (its scan is forgotten or gone). */
 static __always_inline void slot_unlive(struct proc *p, struct active_slot *a)
 {
@@ -732,7 +805,8 @@ __noinline int end_scan(struct proc *p, __u32 tgid, int slot, __u32 reason)
 	}
 	if (sc->flags & SCAN_CONFIRMED)
 		bpf_map_delete_elem(&scan_ctl, &sc->scan_id);
-	bpf_map_delete_elem(&scans, &key);
+	if (bpf_map_delete_elem(&scans, &key) == 0)
+		share_give(&p->uid, true);
 	return 0;
 }
 
@@ -745,6 +819,8 @@ static __always_inline void end_all(__u32 tgid, __u32 reason)
 		return;
 	for (int i = 0; i < MAX_ACTIVE; i++)
 		end_scan(p, tgid, i, reason);
+	/* before the delete: a freed entry may be reused at once */
+	share_give(&p->uid, false);
 	bpf_map_delete_elem(&procs, &tgid);
 }
 
@@ -844,7 +920,8 @@ static __always_inline void fill_slot(struct proc *p, int i, __u32 tid, __u32 de
 		__sync_fetch_and_add(&live_procs, 1);
 }
 
-/* The process's state, created at its first tracked listing; NULL if the table is full. */
+/* The process's state, created at its first tracked listing; NULL if the table is full or its
+ * uid holds its share. */
 static __always_inline struct proc *get_proc(__u32 tgid, struct task_struct *task,
 					     struct scratch *s)
 {
@@ -854,12 +931,20 @@ static __always_inline struct proc *get_proc(__u32 tgid, struct task_struct *tas
 		return p;
 	__builtin_memset(&s->proc, 0, sizeof(s->proc));
 	s->proc.seed = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
-	bpf_map_update_elem(&procs, &tgid, &s->proc, BPF_NOEXIST);
-	p = bpf_map_lookup_elem(&procs, &tgid);
-	if (!p) {
-		count(DIRAHEAD_CNT_TABLE_FULL, 1);
+	s->proc.uid = (__u32)bpf_get_current_uid_gid();
+	if (!share_take(s->proc.uid, 0))
 		return NULL;
+	if (bpf_map_update_elem(&procs, &tgid, &s->proc, BPF_NOEXIST)) {
+		share_untake(s->proc.uid, 0);
+		/* full, or another thread of the process made it meanwhile */
+		p = bpf_map_lookup_elem(&procs, &tgid);
+		if (!p)
+			count(DIRAHEAD_CNT_TABLE_FULL, 1);
+		return p;
 	}
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return NULL;
 	read_cwd(task, p);
 	return p;
 }
@@ -1095,7 +1180,10 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 		sc->fd = -1;
 		sc->ctl_gen = ctl_gen;
 		adopt_name(sc, p, tgid, tid, &di);
+		if (!share_take(p->uid, 1))
+			return 0;
 		if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
+			share_untake(p->uid, 1);
 			count(DIRAHEAD_CNT_TABLE_FULL, 1);
 			return 0;
 		}
@@ -1521,7 +1609,10 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 		sc->flags |= SCAN_HAS_PATH | (abs ? SCAN_ABS_PATH : 0);
 		sc->rel_seed = p->rel_seed;
 	}
+	if (!share_take(p->uid, 1))
+		return 0;
 	if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
+		share_untake(p->uid, 1);
 		count(DIRAHEAD_CNT_TABLE_FULL, 1);
 		return 0;
 	}

@@ -114,7 +114,9 @@ int dirreadahead(unsigned int fd, loff_t *offset, unsigned int count);
  * Hung filesystems: a request still outstanding after `stall_ms` stops counting against the
  * engine's `depth` (it still counts against its directory's depth, so that directory does not
  * issue more), so a directory on a hung filesystem cannot starve the others; the thread backend
- * then starts a replacement worker, and io_uring starts more io-wq workers by itself.  A stuck
+ * then starts a replacement worker, and io_uring starts more io-wq workers by itself.  It still
+ * counts against its credentials' `cred_depth` until it returns, cancelled or not: a program (a
+ * user) whose filesystem hangs holds at most that many workers, and waits, alone.  A stuck
  * request cannot be interrupted (the kernel waits for the filesystem): cancel and free abandon it
  * instead of waiting, and its directory fd is closed when it finally returns.  (A thread inside
  * a FUSE request that the server has already read cannot even be killed: a process can exit
@@ -195,7 +197,8 @@ struct dirahead_engine_opts {
 	                               * more start for readers stuck on a hung filesystem) */
 	unsigned int cred_depth;      /* requests in flight per credentials (dirahead_dir_opts.cred:
 	                               * one program's, one user's), so that none takes all of
-	                               * `depth`; 0: no limit (default) */
+	                               * `depth`; stalled and abandoned requests count here until
+	                               * they return; 0: no limit (default) */
 	/* A request (or the reading) of the directory has been outstanding for stall_ms: its
 	 * filesystem may hang.  Called from dirahead_engine_process(), once per request; may be
 	 * NULL. */

@@ -122,6 +122,10 @@ struct dirahead_bpf_config {
 			      * a stat start time noted in an earlier epoch is stale */
 	__u32 unlisted_stats;/* distinct names of a directory the process did not list, stat'ed in a
 			      * row, before it counts as a scan (DIRAHEAD_EVF_UNLISTED); 0: never */
+	__u32 user_share_pct;/* a uid's share of the `procs` and `scans` tables, in percent of their
+			      * size; 0: no share (a uid may fill them) */
+	__u32 user_procs;    /* set by the loader from user_share_pct and the tables' sizes: entries */
+	__u32 user_scans;    /* one uid may hold in `procs` and in `scans` (0: no limit) */
 	__u32 pad;
 };
 
@@ -140,6 +144,8 @@ enum dirahead_counter {
 	DIRAHEAD_CNT_EVENTS,           /* events sent */
 	DIRAHEAD_CNT_EVENTS_LOST,      /* events dropped: ring buffer full */
 	DIRAHEAD_CNT_TABLE_FULL,       /* listings not tracked: the process or scan table was full */
+	DIRAHEAD_CNT_USER_FULL,        /* listings not tracked: their uid held its share of the
+					* tables (user_share_pct) */
 	DIRAHEAD_CNT_MAX,
 };
 

@@ -24,6 +24,7 @@ void da_config_defaults(struct da_config *c)
 		.enabled = true,
 		.confirm_stats = 2,
 		.unlisted_stats = 8,
+		.table_share_per_user = 25, /* four users' idle listings fill the tables, not one's */
 		.window_start = 8,     /* Lustre statahead_min */
 		.window_max = 1024,    /* above Lustre's 128: one stat is one round trip here, no batching */
 		.max_scans = 16,       /* Lustre statahead_running_max */
@@ -202,6 +203,7 @@ struct uint_key {
 #define U(sec, key, field, lo, hi) { sec, key, offsetof(struct da_config, field), lo, hi }
 static const struct uint_key uint_keys[] = {
 	U("detect", "confirm_stats", confirm_stats, 1, 1000),
+	U("detect", "table_share_per_user", table_share_per_user, 0, 100),
 	U("prefetch", "window_start", window_start, 1, 1u << 20),
 	U("prefetch", "window_max", window_max, 1, 1u << 20),
 	U("prefetch", "max_scans", max_scans, 1, 4096),

@@ -25,6 +25,7 @@ struct da_config {
 	unsigned confirm_stats;     /* stats of a directory's entries before a scan counts */
 	unsigned unlisted_stats;    /* distinct names of an unlisted directory stat'ed in a row
 				     * before that counts as a scan; 0: never */
+	unsigned table_share_per_user; /* percent of the detector's tables one uid may hold; 0: all */
 	unsigned window_start;      /* entries prefetched ahead of the application at first */
 	unsigned window_max;        /* the window doubles on hits up to this */
 	unsigned max_scans;         /* concurrent scans, all processes together */

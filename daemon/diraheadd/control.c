@@ -104,6 +104,7 @@ static json_object *jstats(struct daemon *d)
 	json_object_object_add(o, "bpf_events", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS]));
 	json_object_object_add(o, "bpf_events_lost", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS_LOST]));
 	json_object_object_add(o, "bpf_table_full", json_object_new_uint64(dc.v[DIRAHEAD_CNT_TABLE_FULL]));
+	json_object_object_add(o, "bpf_user_full", json_object_new_uint64(dc.v[DIRAHEAD_CNT_USER_FULL]));
 	json_object_object_add(o, "progress_events", json_object_new_uint64(s->progress_events));
 	json_object_object_add(o, "reloads_ok", json_object_new_uint64(s->reloads_ok));
 	json_object_object_add(o, "reloads_failed", json_object_new_uint64(s->reloads_failed));

@@ -216,12 +216,21 @@ static int write_config(struct detector *d)
 	return 0;
 }
 
+/* A uid's share of a table of `size` entries: pct percent of it, at least one (0: no share). */
+static uint32_t share_of(uint32_t size, uint32_t pct)
+{
+	uint64_t n = (uint64_t)size * (pct > 100 ? 100 : pct) / 100;
+	return !pct ? 0 : n ? (uint32_t)n : 1;
+}
+
 int detector_configure(struct detector *d, const struct dirahead_bpf_config *cfg)
 {
 	uint32_t epoch = d->cfg.timing_epoch;
 
 	d->cfg = *cfg;
 	d->cfg.timing_epoch = epoch;
+	d->cfg.user_procs = share_of(bpf_map__max_entries(d->skel->maps.procs), cfg->user_share_pct);
+	d->cfg.user_scans = share_of(bpf_map__max_entries(d->skel->maps.scans), cfg->user_share_pct);
 	return write_config(d);
 }
 

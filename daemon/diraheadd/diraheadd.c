@@ -55,6 +55,7 @@ static void bpf_config(const struct da_config *c, struct dirahead_bpf_config *b)
 		.progress_step = c->window_start / 4 < 2 ? 2 : c->window_start / 4,
 		.min_dir_size = c->min_dir_size,
 		.unlisted_stats = c->unlisted_stats,
+		.user_share_pct = c->table_share_per_user,
 		/* END and walker events wait for the scan manager's poll (SCAN_POLL_USEC) */
 		.flags = DIRAHEAD_CFG_LAZY_WAKEUP,
 	};

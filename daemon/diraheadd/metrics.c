@@ -140,6 +140,9 @@ char *metrics_text(struct daemon *d)
 	one(f, "dirahead_bpf_table_full_total", "counter",
 	    "Listings the BPF detector did not track because its process or scan table was full.",
 	    dc.v[DIRAHEAD_CNT_TABLE_FULL]);
+	one(f, "dirahead_bpf_user_full_total", "counter",
+	    "Listings the BPF detector did not track because their uid held its share of the tables.",
+	    dc.v[DIRAHEAD_CNT_USER_FULL]);
 	head(f, "dirahead_config_reloads_total", "counter", "Configuration reloads, by result.");
 	fprintf(f, "dirahead_config_reloads_total{result=\"success\"} %llu\n", (unsigned long long)s->reloads_ok);
 	fprintf(f, "dirahead_config_reloads_total{result=\"failure\"} %llu\n", (unsigned long long)s->reloads_failed);

@@ -123,8 +123,11 @@ struct scan_mgr {
 #define SCAN_POLL_USEC 5000
 
 /* Openers at once (scans and walks together), and how long one may take before it counts as
- * stuck on its filesystem. */
+ * stuck on its filesystem.  One user's jobs, stuck ones included until they return: half of
+ * them, so that a user whose filesystem never answers the daemon leaves the rest to the others
+ * (stuck jobs are replaced, see opener.h). */
 #define OPENERS 8
+#define OPENERS_PER_USER (OPENERS / 2)
 #define OPENER_STUCK_MS 1000
 
 struct open_job {
@@ -481,11 +484,11 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		job->order = s->pre_order;
 		job->learn = false;
 	}
-	int r = opener_run(m->openers, s->dev_major, s->dev_minor, open_run, opened,
+	int r = opener_run(m->openers, s->dev_major, s->dev_minor, ev->cred_euid, open_run, opened,
 			   open_discard, job);
 	if (r < 0) {
 		free(job);
-		return r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
+		return da_skip_of_opener(r);
 	}
 	s->pre_fd = -1; /* the job's now */
 	s->state = SCAN_OPENING;
@@ -566,6 +569,10 @@ static int start_resolving(struct scan_mgr *m, const struct dirahead_event *ev)
 		n++;
 	if (n >= PENDING_MAX)
 		return DA_SKIP_BUSY;
+	/* its filesystem is not known before it is resolved: the breaker of a run by path is its
+	 * user's (a resolve of theirs hangs: the next one likely would too) */
+	if (opener_stuck_on(m->openers, 0, 0, ev->cred_euid))
+		return DA_SKIP_FS_HUNG;
 	struct pending *p = calloc(1, sizeof(*p));
 	struct open_job *job = calloc(1, sizeof(*job));
 	if (!p || !job)
@@ -573,11 +580,11 @@ static int start_resolving(struct scan_mgr *m, const struct dirahead_event *ev)
 	p->ev = *ev;
 	*job = (struct open_job){ .m = m, .scan_id = ev->scan_id, .ev = *ev, .fd = -1,
 				  .resolve = true, .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
-	int r = opener_run(m->openers, 0, 0, open_run, opened, open_discard, job);
+	int r = opener_run(m->openers, 0, 0, ev->cred_euid, open_run, opened, open_discard, job);
 	if (r < 0) {
 		free(p);
 		free(job);
-		return r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
+		return da_skip_of_opener(r);
 	}
 	p->next = m->pending;
 	m->pending = p;
@@ -649,7 +656,7 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	/* the breaker: its requests (or an opener) hang there, send it nothing new */
 	if (policy_hung(policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
 					now_ns()), now_ns()) ||
-	    opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor))
+	    opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid))
 		return skip(m, ev, DA_SKIP_FS_HUNG);
 	struct scan *dup = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
 	if (dup && dup->bdev_major == bdev_major && dup->bdev_minor == bdev_minor &&
@@ -1433,7 +1440,7 @@ struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struc
 		snprintf(err, errlen, "cannot start the prefetch engine: %s", strerror(errno));
 		goto fail;
 	}
-	m->openers = opener_new(loop, OPENERS, OPENER_STUCK_MS);
+	m->openers = opener_new(loop, OPENERS, OPENERS_PER_USER, OPENER_STUCK_MS);
 	if (!m->openers) {
 		snprintf(err, errlen, "cannot start the openers: %s", strerror(errno));
 		goto fail;

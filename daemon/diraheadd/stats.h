@@ -3,6 +3,7 @@
 #ifndef DIRAHEAD_STATS_H
 #define DIRAHEAD_STATS_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,8 +39,9 @@
 	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */      \
 	X(OPENERS_BUSY, "openers_busy")/* every opener thread busy (stuck on a hung filesystem) */ \
 	X(USER_BUSY, "user_busy")      /* max_scans_per_user or _per_cgroup reached */            \
-	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */ \
-	X(CRED, "credentials")         /* its credentials could not be taken whole (groups) */
+	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */  \
+	X(CRED, "credentials")         /* its credentials could not be taken whole (groups) */    \
+	X(OPENERS_USER, "openers_user")/* the user's share of the openers is in use (stuck) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
 #define DA_WALK_END_REASONS(X)                                                                     \
@@ -72,6 +74,12 @@ enum da_end_reason { DA_END_REASONS(X_ENUM) DA_END_MAX };
 #define X_ENUM(e, s) DA_SKIP_##e,
 enum da_skip_reason { DA_SKIP_REASONS(X_ENUM) DA_SKIP_MAX };
 #undef X_ENUM
+
+/* Why opener_run() (opener.h) refused a job: its -errno as a skip reason. */
+static inline enum da_skip_reason da_skip_of_opener(int r)
+{
+	return r == -EUSERS ? DA_SKIP_OPENERS_USER : r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
+}
 
 /* errno classes for errors of prefetch requests */
 enum da_err_class { DA_ERR_ENOENT, DA_ERR_EACCES, DA_ERR_EIO, DA_ERR_OTHER, DA_ERR_MAX };

@@ -909,11 +909,12 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 			job->up_fd[i] = -1;
 		if (top_ev)
 			job->near = *top_ev;
-		if (opener_run(m->openers, ev->dev_major, ev->dev_minor, open_run, opened,
-			       open_discard, job) == 0)
+		int r = opener_run(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid, open_run,
+				   opened, open_discard, job);
+		if (r == 0)
 			return true;
 		free(job);
-		m->st->skips[DA_SKIP_OPENERS_BUSY]++;
+		m->st->skips[da_skip_of_opener(r)]++;
 	}
 	end_walk(w, DA_WALK_END_OPEN_FAILED);
 	return false;

@@ -445,7 +445,8 @@ static void op_untrack(struct op *op)
 		list_del(&op->age);
 }
 
-/* A stat request is over (or abandoned): it stops counting where it counted. */
+/* A stat request is over (or abandoned): it stops counting against the engine's depth and its
+ * directory's stalled requests. */
 static void req_uncount(struct dirahead_engine *e, struct req *r, struct dirahead_dir *d)
 {
 	if (r->op.stalled) {
@@ -454,9 +455,16 @@ static void req_uncount(struct dirahead_engine *e, struct req *r, struct dirahea
 			d->stalled--;
 	} else {
 		e->inflight--;
-		if (r->op.cred)
-			r->op.cred->inflight--;
 	}
+}
+
+/* A stat request has returned (or never ran): only now does it stop counting against its
+ * credentials' share.  A stalled or abandoned request still holds a thread or an io-wq worker
+ * for them, so a user whose filesystem hangs cannot pile up more than cred_depth of those. */
+static void req_uncount_cred(struct req *r)
+{
+	if (r->op.cred)
+		r->op.cred->inflight--;
 }
 
 static void dir_start_read(struct dirahead_dir *d)
@@ -596,6 +604,7 @@ static void req_complete(struct dirahead_engine *e, struct req *r)
 	struct dirahead_dir *d = r->op.dir;
 
 	op_untrack(&r->op);
+	req_uncount_cred(r);
 	if (!d) {
 		e->st.abandoned--;
 		req_free(r);
@@ -738,7 +747,8 @@ static void schedule(struct dirahead_engine *e)
 	}
 }
 
-/* Requests outstanding for longer than stall_ms stop counting against the engine's depth. */
+/* Requests outstanding for longer than stall_ms stop counting against the engine's depth (not
+ * against their credentials' cred_depth: see req_uncount_cred). */
 static void check_stalls(struct dirahead_engine *e)
 {
 	uint64_t now = da_now_ns();
@@ -753,9 +763,8 @@ static void check_stalls(struct dirahead_engine *e)
 		if (op->is_read) {
 			pool_release(e->read_pool, &op->job);
 		} else {
+			/* still its credentials' until it returns (req_uncount_cred) */
 			e->inflight--;
-			if (op->cred)
-				op->cred->inflight--;
 			e->st.stalled++;
 			if (e->stat_pool)
 				pool_release(e->stat_pool, &op->job);
@@ -967,6 +976,7 @@ static void dir_abandon_ops(struct dirahead_dir *d)
 			da_uring_cancel(e->uring, r);
 			e->st.abandoned++;
 		} else if (pool_cancel(e->stat_pool, &r->op.job)) {
+			req_uncount_cred(r);
 			req_free(r); /* still queued: never ran */
 		} else {
 			/* running (the worker may be stuck: let the pool replace it) or already

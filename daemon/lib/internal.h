@@ -90,7 +90,8 @@ struct da_cred {
 	struct dirahead_cred c;
 	int refs;           /* atomic: ops holding it may end in a worker */
 	int personality;    /* io_uring personality registered with them, -1: none yet */
-	unsigned inflight;  /* its requests counted against depth (owner thread only) */
+	unsigned inflight;  /* its requests until they return, stalled and abandoned ones too
+			     * (owner thread only) */
 	struct da_cred *next;
 };
 struct da_cred *da_cred_ref(struct da_cred *c) DA_HIDDEN;

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# A hung filesystem ties up only its own scans.  Two slowfs mounts: on the first, two `ls -l`
-# are being prefetched (the daemon has requests in flight there) when it stalls (slowfs_ctl
-# stall: every reply is held), and a third `ls -l` starts on it afterwards and hangs.  A scan on
-# the second mount must still be prefetched normally: its app sends at most 20% of the lookups.
+# A hung filesystem ties up only its own scans, and its user's share.  Two slowfs mounts: on the
+# first, two `ls -l` are being prefetched (the daemon has requests in flight there) when it
+# stalls (slowfs_ctl stall: every reply is held), and a third `ls -l` starts on it afterwards
+# and hangs.  Another user's scan on the second mount must still be prefetched normally: its app
+# sends at most 20% of the lookups.  (The stuck requests count against their user's
+# depth_per_user until they return: that user's own scans elsewhere wait, nobody else's.)
 # The hung filesystem's breaker opens: its two scans end as fs_hung.  Then the stall is
 # released, the apps are stopped, and the daemon still stops cleanly (exit 0).
 # With the io_uring engine and with the thread engine.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
+need_cmd setpriv
 
 N=2000
+U=4031 # the other user
 ENGINES=(io_uring threads)
 for e in "${ENGINES[@]}"; do
 	for d in h1 h2 h3; do make_files "$T/back1/$e-$d" $N; done
@@ -23,6 +27,8 @@ slowfs_mount "$T/back1" "$T/mnt1" --latency-us 20000
 CTL1=$SLOWFS_CTL
 slowfs_mount "$T/back2" "$T/mnt2" --latency-us 1000
 CTL2=$SLOWFS_CTL
+chmod 0711 "$T"
+chmod -R a+rX "$T/back2"
 HUNG=()
 kill_hung() { local p; for p in "${HUNG[@]}"; do kill -KILL "$p" 2>/dev/null; done; HUNG=(); }
 on_exit kill_hung
@@ -58,7 +64,7 @@ for engine in "${ENGINES[@]}"; do
 	# The other filesystem.
 	SLOWFS_CTL=$CTL2 slowfs_ctl reset >/dev/null
 	t0=$(now_ms)
-	ls -l "$T/mnt2/$engine-ok" >/dev/null &
+	setpriv --reuid=$U --regid=$U --clear-groups -- ls -l "$T/mnt2/$engine-ok" >/dev/null &
 	app=$!
 	wait $app
 	ms=$(($(now_ms) - t0))

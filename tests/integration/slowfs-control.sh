@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
 # slowfs control switches: `stall` holds new and already pending requests until `release`;
+# `stall-pid TGID` holds one process's new requests only, until `release`;
 # `fail-lookups ERRNO` makes lookups fail with that errno until `fail-lookups 0`.
 . "$(dirname "$0")/../lib/lib.sh"
 
@@ -34,6 +35,23 @@ start=$(now_ms)
 slowfs_ctl release >/dev/null
 wait $p || fail "stat failed after release"
 assert_le "$(($(now_ms) - start))" 1000 "release did not answer the held request promptly"
+
+# stall-pid: one process's requests are held, another's are answered.  The process waits on a
+# fifo, so that it is stalled before it asks anything.
+mkfifo "$T/gate"
+bash -c 'read -r _ <"$2"; exec stat "$1" >/dev/null' _ "$M/f000005" "$T/gate" &
+p=$!
+slowfs_ctl stall-pid $p >/dev/null
+assert_eq "$(slowfs_stat stalled_pid)" $p "stalled_pid"
+echo go >"$T/gate"
+sleep 0.5
+alive $p || fail "stat of the stalled process finished"
+assert_ge "$(slowfs_stat pending_replies)" 1 "replies held for the stalled process"
+stat "$M/f000006" >/dev/null || fail "another process's stat during stall-pid"
+slowfs_ctl release >/dev/null
+wait $p || fail "stat failed after release"
+assert_eq "$(slowfs_stat stalled_pid)" 0 "stalled_pid after release"
+expect_exit 1 "$BUILD/slowfsctl" "$SLOWFS_CTL" stall-pid x
 
 # fail-lookups: existing files become unreachable with the given errno.
 slowfs_ctl fail-lookups EIO >/dev/null

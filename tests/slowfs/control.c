@@ -72,6 +72,18 @@ static void command(char *line, FILE *out)
 	} else if (strcmp(argv[0], "stall") == 0 && argc == 1) {
 		sf_sched_stall(true);
 		sf_debug("control: stalled");
+	} else if (strcmp(argv[0], "stall-pid") == 0 && argc == 2) {
+		char *end;
+		long t;
+
+		errno = 0;
+		t = strtol(argv[1], &end, 10);
+		if (errno || end == argv[1] || *end || t < 0 || t > 0x7fffffff) {
+			fprintf(out, "ERR bad process id '%s'\n", argv[1]);
+			return;
+		}
+		sf_sched_stall_pid((pid_t)t);
+		sf_debug("control: stalled pid %ld", t);
 	} else if (strcmp(argv[0], "release") == 0 && argc == 1) {
 		sf_sched_stall(false);
 		sf_debug("control: released");
@@ -87,7 +99,7 @@ static void command(char *line, FILE *out)
 	} else if (strcmp(argv[0], "ping") == 0 && argc == 1) {
 		fputs("pong\n", out);
 	} else if (strcmp(argv[0], "help") == 0 && argc == 1) {
-		fputs("stats\nreset\nstall\nrelease\nfail-lookups ERRNO\nping\nhelp\n", out);
+		fputs("stats\nreset\nstall\nstall-pid TGID\nrelease\nfail-lookups ERRNO\nping\nhelp\n", out);
 	} else {
 		fprintf(out, "ERR unknown command or wrong arguments: %s (try help)\n", argv[0]);
 		return;

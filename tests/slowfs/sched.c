@@ -21,6 +21,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
 static pthread_t thread;
 static bool running, stopping, stalled;
+static pid_t stall_tgid;		/* its replies are held (sf_sched_stall_pid) */
+static struct sf_reply **held;		/* ... here, in arrival order, until a stall ends */
+static size_t held_len, held_cap;
 static struct sf_reply **heap;
 static size_t heap_len, heap_cap;
 static uint64_t next_seq;
@@ -188,8 +191,54 @@ void sf_sched_stall(bool on)
 {
 	pthread_mutex_lock(&lock);
 	stalled = on;
+	if (!on) {
+		/* the end of a stall ends a stall of one process too: what it held goes out */
+		stall_tgid = 0;
+		for (size_t i = 0; i < held_len; i++)
+			if (heap_push(held[i]) != 0) {
+				pthread_mutex_unlock(&lock);
+				send_reply(held[i]);
+				pthread_mutex_lock(&lock);
+			}
+		held_len = 0;
+	}
 	pthread_cond_signal(&cond);
 	pthread_mutex_unlock(&lock);
+}
+
+void sf_sched_stall_pid(pid_t tgid)
+{
+	pthread_mutex_lock(&lock);
+	stall_tgid = tgid;
+	pthread_mutex_unlock(&lock);
+}
+
+pid_t sf_sched_stalled_pid(void)
+{
+	pid_t t;
+
+	pthread_mutex_lock(&lock);
+	t = stall_tgid;
+	pthread_mutex_unlock(&lock);
+	return t;
+}
+
+/* Held for a stall of its process (lock held): true if taken. */
+static bool hold(struct sf_reply *r)
+{
+	if (!stall_tgid || r->tgid != stall_tgid)
+		return false;
+	if (held_len == held_cap) {
+		size_t cap = held_cap ? held_cap * 2 : 64;
+		struct sf_reply **n = realloc(held, cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		held = n;
+		held_cap = cap;
+	}
+	held[held_len++] = r;
+	return true;
 }
 
 bool sf_sched_stalled(void)
@@ -207,7 +256,7 @@ size_t sf_sched_pending(void)
 	size_t n;
 
 	pthread_mutex_lock(&lock);
-	n = heap_len;
+	n = heap_len + held_len;
 	pthread_mutex_unlock(&lock);
 	return n;
 }
@@ -231,7 +280,8 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 {
 	struct sf_reply *r = calloc(1, sizeof(*r));
 
-	sf_stats_begin(op, fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
+	pid_t tgid = sf_stats_begin(op, fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
+
 	if (!r) {
 		/* Out of memory: answer at once rather than lose the request. */
 		fuse_reply_err(req, ENOMEM);
@@ -239,6 +289,7 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 		return NULL;
 	}
 	r->req = req;
+	r->tgid = tgid;
 	r->op = op;
 	r->kind = SF_R_ERR;
 	r->due_ns = sf_now_ns();
@@ -250,6 +301,12 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 void sf_reply_submit(struct sf_reply *r)
 {
 	pthread_mutex_lock(&lock);
+	/* release, flush and forget are never held: a stuck close is no metadata latency */
+	if (r->op != SF_OP_RELEASE && r->op != SF_OP_FLUSH && r->op != SF_OP_RELEASEDIR &&
+	    !stopping && hold(r)) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	if (!stalled && (!running || r->due_ns <= sf_now_ns())) {
 		/* Nothing to wait for: answer from the worker thread, no hand-over cost. */
 		pthread_mutex_unlock(&lock);

@@ -75,7 +75,8 @@ size_t sf_nodes_count(void);
 /* statistics (stats.c) */
 void sf_stats_init(void);
 /* Count one request of @op from thread @tid as received and in flight. */
-void sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid);	/* uid: the caller's fsuid */
+/* uid: the caller's fsuid.  Returns the caller's thread group (0 if not known). */
+pid_t sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid);
 void sf_stats_cached(pid_t tid);	/* a reply sent at once from the listing cache */
 void sf_stats_done(enum sf_op op);
 void sf_stats_print(FILE *out);
@@ -100,6 +101,10 @@ int sf_sched_start(void);
 void sf_sched_stop(void);		/* answers everything still pending, then returns */
 void sf_sched_stall(bool on);		/* on: hold every reply, new and pending, until off */
 bool sf_sched_stalled(void);
+/* tgid > 0: hold the replies to process tgid's metadata requests from now on until a stall ends
+ * (a server that never answers one client); 0: no more. */
+void sf_sched_stall_pid(pid_t tgid);
+pid_t sf_sched_stalled_pid(void);
 size_t sf_sched_pending(void);
 
 #ifdef SLOWFS_WANT_FUSE
@@ -116,6 +121,7 @@ struct sf_reply {
 	uint64_t due_ns;
 	uint64_t seq;
 	fuse_req_t req;
+	pid_t tgid;			/* the caller's process (0: not known) */
 	enum sf_op op;
 	enum sf_reply_kind kind;
 	int err;

@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 	if (argc < 3 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		fprintf(argc < 3 ? stderr : stdout,
 			"Usage: slowfsctl SOCKET COMMAND [ARG...]\n"
-			"Commands: stats | reset | stall | release | fail-lookups ERRNO | ping | help\n");
+			"Commands: stats | reset | stall | stall-pid TGID | release | fail-lookups ERRNO | ping | help\n");
 		return argc < 3 ? 2 : 0;
 	}
 	if (strlen(argv[1]) >= sizeof(sa.sun_path)) {

@@ -183,7 +183,7 @@ void sf_stats_cached(pid_t tid)
 	pthread_mutex_unlock(&lock);
 }
 
-void sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid)
+pid_t sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid)
 {
 	/* pid 0: kernel-internal requests (forget, async release) */
 	pid_t tgid = tid > 0 ? tgid_of(tid) : 0;
@@ -205,6 +205,7 @@ void sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid)
 	if (is_attr_op(op) && ++inflight_attr > max_inflight_attr)
 		max_inflight_attr = inflight_attr;
 	pthread_mutex_unlock(&lock);
+	return tgid;
 }
 
 void sf_stats_done(enum sf_op op)
@@ -270,6 +271,7 @@ void sf_stats_print(FILE *out)
 		fprintf(out, "latency_us.%s=%" PRIu64 "\n", sf_op_names[op], sf_cfg.lat_ns[op] / 1000);
 	fprintf(out, "jitter_us=%" PRIu64 "\n", sf_cfg.jitter_ns / 1000);
 	fprintf(out, "stalled=%d\n", sf_sched_stalled());
+	fprintf(out, "stalled_pid=%d\n", (int)sf_sched_stalled_pid());
 	fprintf(out, "fail_lookups=%d\n", sf_fail_lookups);
 	fprintf(out, "nodes=%zu\n", sf_nodes_count());
 	fprintf(out, "pending_replies=%zu\n", sf_sched_pending());

@@ -2,7 +2,9 @@
 /*
  * The prefetch engine: every entry completes exactly once, in the requested order; windows
  * (set_limit), find, cancel, errors, subdirectories, list-only, max_open, the pollable fd, and the fallback
- * to threads when io_uring is forbidden.  Each engine test runs once per backend.
+ * to threads when io_uring is forbidden.  Each engine test runs once per backend.  Stalled
+ * requests (a statx that never returns, made with a seccomp user notification nobody answers)
+ * leave the engine's depth but keep counting against their credentials' cred_depth.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -657,6 +659,80 @@ static void test_fallback(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* ---- a hung filesystem: statx never returns (thread backend) ------------------------------- */
+/* Every statx of the process waits for a seccomp user notification that nobody answers: as a
+ * hung filesystem, it returns only when the process dies.  The listener fd stays open. */
+static int hang_statx(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_statx, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			    &prog);
+}
+
+/* Two programs' directories, every request hangs: depth 6, cred_depth 4, stall_ms 10.  The
+ * first 6 requests stall; stalled ones leave the engine's depth (the second program still gets
+ * its share) but not their credentials' (neither program gets more than 4 stuck requests). */
+static int stall_child(void)
+{
+	if (hang_statx() < 0)
+		return 10;
+	struct dirahead_engine_opts o = { .size = sizeof(o), .backend = DIRAHEAD_BACKEND_THREADS,
+					  .depth = 6, .stall_ms = 10, .cred_depth = 4 };
+	struct dirahead_engine *e = dirahead_engine_new(&o);
+	if (!e)
+		return 11;
+	struct dirahead_cred a = { 0 }, b = { .ngroups = 1, .groups = { 4242 } };
+	int fd = open(big, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirahead_dir_opts da = { .size = sizeof(da), .limit = UINT64_MAX, .cred = &a };
+	struct dirahead_dir_opts db = { .size = sizeof(db), .limit = UINT64_MAX, .cred = &b };
+	if (fd < 0 || !dirahead_dir_submit(e, fd, &da) || !dirahead_dir_submit(e, fd, &db))
+		return 12;
+	close(fd);
+	struct pollfd p = { .fd = dirahead_engine_fd(e), .events = POLLIN };
+	struct dirahead_engine_stats st;
+	for (int i = 0; i < 300; i++) { /* 300 ms: 30 stall periods */
+		poll(&p, 1, 1);
+		dirahead_engine_process(e);
+	}
+	dirahead_engine_get_stats(e, &st);
+	fprintf(stderr, "# stalled credentials: submitted %llu, stalled %llu, in flight %llu\n",
+		(unsigned long long)st.submitted, (unsigned long long)st.stalled,
+		(unsigned long long)st.inflight);
+	if (st.submitted != 8) /* 4 each; without the share, one more batch per stall period */
+		return 13;
+	if (st.stalled != 8 || st.inflight != 0)
+		return 14;
+	return 0; /* the stuck workers die with the process */
+}
+
+static void test_stall_cred(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		skip(); /* applying credentials needs CAP_SETUID */
+		return;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(stall_child());
+	int st;
+	assert_true(waitpid(pid, &st, 0) == pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_bad_engine_opts(void **state)
 {
 	(void)state;
@@ -692,6 +768,7 @@ int main(void)
 		PER_BACKEND(test_max_open),
 		PER_BACKEND(test_pollable),
 		cmocka_unit_test(test_fallback),
+		cmocka_unit_test(test_stall_cred),
 		cmocka_unit_test(test_bad_engine_opts),
 	};
 	return cmocka_run_group_tests_name("engine", tests, make_tree, remove_tree);
