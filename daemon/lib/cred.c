@@ -14,26 +14,24 @@
  * effective and saved ids are its owner's; an io_uring personality registers its registrant's
  * credentials) runs in a short-lived child process that takes them: dirahead_cred_call() falls
  * back to one when the thread's attempt was refused.  The child is a process of its own, not a
- * thread of ours: the user may kill it, which costs that one call, never the daemon.
+ * thread of ours (it shares our memory and fds, as vfork() does, while the calling thread
+ * waits): the user may kill it, which costs that one call, never the daemon, and may not trace
+ * or read it (its change of ids makes it, and us meanwhile, not dumpable).
  */
 #include "internal.h"
 
 #include <errno.h>
-#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
-
-/* How long a call in a child may take: a filesystem that hangs costs the caller this, and the
- * child is killed (a FUSE request waits killably). */
-#define CHILD_TIMEOUT_MS 2000
 
 /* The identity the process had when the first credentials were applied (all its threads share
  * it: nothing here changes the process's ids). */
@@ -196,10 +194,11 @@ int dirahead_cred_apply(const struct dirahead_cred *c)
 /* ---- calls in a child with the ids in full ------------------------------------------------- */
 
 /* The child's whole identity: ids, groups, and of the program's capabilities those we have
- * (permitted = effective = those, nothing inheritable).  Raw syscalls: one thread, after fork. */
+ * (permitted = effective = those, nothing inheritable).  Raw syscalls: credentials are per
+ * task. */
 static int become_fully(const struct dirahead_cred *c)
 {
-	/* forked from a thread acting as c: only the program's capabilities were effective */
+	/* cloned from a thread acting as c: only the program's capabilities were effective */
 	if (caps_set(own_permitted, false) < 0)
 		return -errno;
 	if (set_groups(c) < 0 || syscall(SYS_setresgid, c->gid, c->egid, c->sgid) < 0)
@@ -220,107 +219,75 @@ static int become_fully(const struct dirahead_cred *c)
 	return caps_set(c->caps & own_permitted, true);
 }
 
-static void child_run(int sock, const struct dirahead_cred *c, dirahead_call_fn fn, void *arg)
+/* The child: shares our memory and fd table (so what fn opens is ours, and what it writes into
+ * out is read here), not our credentials, which it sets in full. */
+struct child {
+	const struct dirahead_cred *c;
+	dirahead_call_fn fn;
+	void *arg;
+	struct dirahead_call_out *out;
+};
+
+static int child_main(void *p)
 {
-	struct dirahead_call_out o = { 0 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * DIRAHEAD_CALL_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = &o, .iov_len = sizeof(o) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	/* the forking thread's end is ours too: never outlive it */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	o.res = become_fully(c);
-	if (o.res == 0)
-		fn(arg, &o);
-	if (o.nfds > DIRAHEAD_CALL_FDS)
-		o.nfds = DIRAHEAD_CALL_FDS;
-	if (o.nfds) {
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * o.nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * o.nfds);
-		memcpy(CMSG_DATA(cm), o.fds, sizeof(int) * o.nfds);
+	struct child *x = p;
+	x->out->res = become_fully(x->c);
+	if (x->out->res == 0) {
+		x->out->res = -ECHILD; /* until fn says otherwise */
+		x->fn(x->arg, x->out);
 	}
-	_exit(sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(o) ? 0 : 1);
-}
-
-/* The child's answer: out with the fds it passed (numbers of ours), or -errno. */
-static int child_answer(int sock, pid_t pid, struct dirahead_call_out *out)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * DIRAHEAD_CALL_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct dirahead_call_out o;
-	struct iovec iov = { .iov_base = &o, .iov_len = sizeof(o) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct pollfd p = { .fd = sock, .events = POLLIN };
-	int r;
-
-	do
-		r = poll(&p, 1, CHILD_TIMEOUT_MS);
-	while (r < 0 && errno == EINTR);
-	if (r == 0) {
-		kill(pid, SIGKILL);
-		return -ETIMEDOUT;
-	}
-	ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-	if (n != (ssize_t)sizeof(o))
-		return n < 0 ? -errno : -ECHILD; /* it died (killed by the user, perhaps) */
-	unsigned got = 0;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		got = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (got > DIRAHEAD_CALL_FDS)
-			got = DIRAHEAD_CALL_FDS;
-		memcpy(o.fds, CMSG_DATA(cm), got * sizeof(int));
-	}
-	if (got != o.nfds || (m.msg_flags & MSG_CTRUNC)) {
-		for (unsigned i = 0; i < got; i++)
-			close(o.fds[i]);
-		return -EPROTO;
-	}
-	*out = o;
+	/* exit, not exit_group: (a thread group of its own, but say only what is meant) */
+	syscall(SYS_exit, 0);
 	return 0;
 }
+
+#define CHILD_STACK (256u << 10)
 
 int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
 		       struct dirahead_call_out *out)
 {
-	int sv[2], r;
 	pthread_once(&own_once, own_read);
 	if (own_err)
 		return own_err;
 	if (c->ngroups > DIRAHEAD_CRED_GROUPS)
 		return -E2BIG;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	/* fork(), not a raw clone: glibc makes malloc usable in the child, which fn may need */
-	pid_t pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		close(sv[0]);
-		close(sv[1]);
+	*out = (struct dirahead_call_out){ .res = -ECHILD };
+	/* A process of its own (not CLONE_THREAD: its ids are not ours, and a signal to it is not a
+	 * signal to us), sharing memory and fds like vfork(): no copy of our address space per
+	 * call, which a walk on a user's FUSE mount makes per directory.  This thread waits until
+	 * it exits. */
+	/* one stack per thread, kept (never unmapped and mapped again elsewhere: a sanitizer's
+	 * marks of the child's frames would linger over whatever came next) */
+	static __thread void *stack;
+	if (!stack) {
+		void *p = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		stack = p;
+	}
+	struct child x = { .c = c, .fn = fn, .arg = arg, .out = out };
+	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	pid_t pid = clone(child_main, (char *)stack + CHILD_STACK,
+			  CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &x);
+	int r = pid < 0 ? -errno : 0, st = 0;
+	if (pid > 0)
+		while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
+			;
+	/* its change of ids marked our shared address space not dumpable */
+	if (dumpable > 0)
+		prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+	if (r < 0)
 		return r;
+	if (!WIFEXITED(st)) {
+		/* killed (by the user it acted as, perhaps) before it could say: nothing it opened
+		 * is trusted */
+		dirahead_call_close(out);
+		out->res = -ECHILD;
 	}
-	if (pid == 0) {
-		close(sv[0]);
-		child_run(sv[1], c, fn, arg);
-	}
-	close(sv[1]);
-	r = child_answer(sv[0], pid, out);
-	close(sv[0]);
-	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
-		;
-	return r;
+	if (out->nfds > DIRAHEAD_CALL_FDS)
+		out->nfds = DIRAHEAD_CALL_FDS;
+	return 0;
 }
 
 /* Whether c's real, effective and saved ids are the process's own: then a child would change
@@ -353,8 +320,10 @@ int dirahead_cred_call(const struct dirahead_cred *c, dirahead_call_fn fn, void 
 	/* refused to the filesystem ids: perhaps only the ids in full are admitted */
 	struct dirahead_call_out o;
 	r = da_cred_call_child(c, fn, arg, &o);
-	if (r < 0)
+	if (r < 0 || o.res == -ECHILD) {
+		dirahead_call_close(&o);
 		return 0; /* keep the thread's answer */
+	}
 	dirahead_call_close(out);
 	*out = o;
 	return 0;

@@ -98,7 +98,7 @@ struct da_cred *da_cred_ref(struct da_cred *c) DA_HIDDEN;
 /* Frees at the last reference (a personality dies with its ring: nothing to unregister). */
 void da_cred_unref(struct da_cred *c) DA_HIDDEN;
 /* fn in a child process with c's ids in full (see dirahead_cred_call()): 0 with out, or -errno
- * (-ETIMEDOUT: killed after 2 s; -ECHILD: it died). */
+ * (out->res -ECHILD: it died before it could say). */
 int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
 		       struct dirahead_call_out *out) DA_HIDDEN;
 
