@@ -170,6 +170,9 @@ $(BUILD)/tests/unit/test_stats: CFLAGS += -Idaemon/diraheadd
 # The metrics endpoint's Host check.
 $(BUILD)/tests/unit/test_hostcheck: $(BUILD)/daemon/diraheadd/hostcheck.o
 $(BUILD)/tests/unit/test_hostcheck: CFLAGS += -Idaemon/diraheadd
+# Who is on the other end of a socket (the metrics endpoint's limits and access).
+$(BUILD)/tests/unit/test_peer: $(BUILD)/daemon/diraheadd/peer.o
+$(BUILD)/tests/unit/test_peer: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)

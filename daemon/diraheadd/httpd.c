@@ -39,6 +39,9 @@
  * time (slowloris), or reading the answer as slowly, holds its slot no longer.  A scrape takes
  * milliseconds. */
 #define CONN_LIFETIME_USEC 10000000ull
+/* Connections not accepted yet: a flood must fill this (as fast as they are accepted and closed)
+ * before a new one finds the queue full (unix sockets: refused at once, EAGAIN). */
+#define BACKLOG SOMAXCONN
 /* A scrape renders every metric: scrapers that come together (several Prometheus servers, a
  * dashboard) share one rendering per this long. */
 #define CACHE_USEC 1000000ull
@@ -66,6 +69,7 @@ struct httpd {
 	uint64_t cache_usec;        /* CLOCK_MONOTONIC when it was rendered */
 	struct slot slots[CONN_TOTAL];
 	struct slot *pending;       /* being handed to libmicrohttpd */
+	bool diag_warned;
 };
 
 static uint64_t now_usec(void)
@@ -284,6 +288,11 @@ static void take(struct httpd *h, int fd, const struct sockaddr_storage *ss, soc
 		close(fd);
 		return;
 	}
+	if (p.kind == DA_PEER_REMOTE && p.diag_errno != ENOENT && !h->diag_warned) {
+		h->diag_warned = true; /* then every local TCP peer counts as one: say why, once */
+		log_warn("metrics: cannot tell which user a TCP connection comes from (sock_diag: %s)",
+			 strerror(p.diag_errno));
+	}
 	enum da_http_result r = admit(h, &p);
 	if (r != DA_HTTP_OK) {
 		h->d->stats.http_requests[r]++;
@@ -306,7 +315,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 {
 	struct httpd *h = userdata;
 	(void)s; (void)revents;
-	for (int i = 0; i < 64; i++) { /* then the loop's other sources get their turn */
+	for (int i = 0; i < 1024; i++) { /* then the loop's other sources get their turn */
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		int cfd = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -328,7 +337,7 @@ static int tcp_listen(const char *address, const struct sockaddr_storage *ss, ch
 	    (ss->ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
 	    bind(fd, (const struct sockaddr *)ss, ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 									    : sizeof(struct sockaddr_in)) < 0 ||
-	    listen(fd, 64) < 0) {
+	    listen(fd, BACKLOG) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", address, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -374,7 +383,7 @@ static int unix_listen(struct httpd *h, const char *path, char *err, size_t errl
 	}
 	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
-	    listen(fd, 16) < 0 || stat(path, &st) < 0) {
+	    listen(fd, BACKLOG) < 0 || stat(path, &st) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;

@@ -192,6 +192,7 @@ int da_peer_identify(int fd, struct da_peer *p)
 	 * that it is never an IPv6 /64.  The loopback ranges are this machine's: peers there that
 	 * are not found (the socket diagnostics unavailable) share one key, not one per address. */
 	p->kind = DA_PEER_REMOTE;
+	p->diag_errno = errno;
 	if (peer.ss_family == AF_INET) {
 		const unsigned char *a = (const unsigned char *)&((struct sockaddr_in *)&peer)->sin_addr;
 		p->addr[10] = p->addr[11] = 0xff;

@@ -23,6 +23,8 @@ struct da_peer {
 	uid_t uid;               /* UNIX, LOCAL */
 	gid_t gid;               /* UNIX */
 	unsigned char addr[16];  /* REMOTE: IPv4 address, or an IPv6 address's /64 (what one site holds) */
+	int diag_errno;          /* REMOTE: why the socket diagnostics found nothing (ENOENT: no
+				  * such socket here; anything else: they are not to be had) */
 };
 
 /* Fills p for the connected socket fd.  0, or -1 with errno set if the socket cannot be read
