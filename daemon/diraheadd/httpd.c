@@ -302,6 +302,10 @@ static void take(struct httpd *h, int fd, const struct sockaddr_storage *ss, soc
 	for (unsigned i = 0; i < CONN_TOTAL && !sl; i++)
 		if (!h->slots[i].used)
 			sl = &h->slots[i];
+	if (!sl) { /* admit() saw one free: cannot happen */
+		close(fd);
+		return;
+	}
 	*sl = (struct slot){ .used = true, .fd = fd, .peer = p, .since = now_usec() };
 	h->pending = sl;
 	MHD_add_connection(h->mhd, fd, (const struct sockaddr *)ss, len); /* closes fd on failure */

@@ -24,8 +24,9 @@ useradd --system --no-create-home --shell /usr/sbin/nologin --gid nogroup "$UB"
 GID=$(getent group "$G" | cut -d: -f3)
 chmod 0755 "$T"
 S=$T/run/metrics.sock
-conf() { printf '[metrics]\naddress = %s\naccess = %s\n[control]\ngroup = %s\n' "$1" "$2" "$G" >"$DAEMON_CONF"; }
-conf "127.0.0.1:$PORT" all
+# conf ADDRESS [ACCESS]
+conf() { printf '[metrics]\naddress = %s\n%s[control]\ngroup = %s\n' "$1" "${2:+access = $2\n}" "$G" >"$DAEMON_CONF"; }
+conf "127.0.0.1:$PORT"
 unshare -n sh -c 'ip link set lo up && exec "$0" --config "$1" --socket "$2" -v' \
 	"$BUILD/diraheadd" "$DAEMON_CONF" "$DAEMON_SOCK" >"$DAEMON_LOG" 2>&1 &
 DAEMON_PID=$!
@@ -52,7 +53,7 @@ get() {
 }
 TCP=http://127.0.0.1:$PORT/metrics
 
-assert_eq "$(get "$UB" "$TCP")" 200 "$UB over TCP with access = all"
+assert_eq "$(get "$UB" "$TCP")" 200 "$UB over TCP by default (access = all)"
 conf "127.0.0.1:$PORT" control-group
 expect_exit 0 ctl reload
 assert_eq "$(get "$UB" "$TCP")" 403 "$UB over TCP"

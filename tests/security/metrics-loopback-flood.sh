@@ -22,6 +22,7 @@ on_exit daemon_kill
 wait_for 10 ctl status
 NS=(nsenter -t "$DAEMON_PID" -n)
 metric() { ctl metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+cpu() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; } # the daemon's CPU time, in ticks
 
 cat >"$T/flood.py" <<'EOF'
 # flood.py PORT N: N connections to 127.0.0.1:PORT, from 127.0.0.2.. (one address each), never
@@ -61,6 +62,7 @@ chmod 0755 "$T"
 flood=$!
 on_exit "kill $flood"
 wait_for 10 grep -q ready "$T/flood.out"
+cpu0=$(cpu) t0=$(now_ms)
 ok=0
 for i in $(seq 10); do
 	c=$("${NS[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$PORT/metrics" || true)
@@ -70,7 +72,8 @@ for i in $(seq 10); do
 done
 kill -0 $flood 2>/dev/null || fail "the flood ended before root's scrapes did"
 refused=$(metric 'dirahead_metrics_requests_total{result="refused_peer_limit"}')
-info "refused_peer_limit $refused"
+ms=$(($(now_ms) - t0)) ticks=$(($(cpu) - cpu0))
+info "refused_peer_limit $refused; daemon CPU $((ticks * 1000 / $(getconf CLK_TCK))) ms in $ms ms of flood"
 assert_eq "$ok" 10 "root's scrapes answered during the flood"
 assert_ge "${refused:-0}" 36 "the user's connections refused past its 4"
 kill $flood

@@ -18,6 +18,7 @@ printf '[metrics]\naddress = unix:%s\n' "$S" >"$DAEMON_CONF"
 daemon_start
 [ -S "$S" ] || fail "no metrics socket at $S"
 metric() { ctl metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+cpu() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; } # the daemon's CPU time, in ticks
 
 cat >"$T/flood.py" <<'EOF'
 # flood.py PATH N: N connections to the unix socket PATH, never a byte sent; one the server
@@ -53,6 +54,7 @@ setpriv --reuid=$U --regid=$U --clear-groups -- /usr/bin/python3 "$T/flood.py" "
 flood=$!
 on_exit "kill $flood"
 wait_for 10 grep -q ready "$T/flood.out"
+cpu0=$(cpu) t0=$(now_ms)
 ok=0
 for i in $(seq 10); do
 	c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --unix-socket "$S" http://localhost/metrics || true)
@@ -62,7 +64,8 @@ for i in $(seq 10); do
 done
 kill -0 $flood 2>/dev/null || fail "the flood ended before root's scrapes did"
 refused=$(metric 'dirahead_metrics_requests_total{result="refused_peer_limit"}')
-info "refused_peer_limit $refused"
+ms=$(($(now_ms) - t0)) ticks=$(($(cpu) - cpu0))
+info "refused_peer_limit $refused; daemon CPU $((ticks * 1000 / $(getconf CLK_TCK))) ms in $ms ms of flood"
 assert_eq "$ok" 10 "root's scrapes answered during the flood"
 assert_ge "${refused:-0}" 36 "the user's connections refused past its 4"
 kill $flood
