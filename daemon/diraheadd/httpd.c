@@ -434,6 +434,9 @@ struct httpd *httpd_new(struct daemon *d, const char *address, char *err, size_t
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info || sd_event_add_io(d->loop, &h->io, info->epoll_fd, EPOLLIN, on_io, h) < 0 ||
 	    sd_event_add_io(d->loop, &h->listen_src, h->lfd, EPOLLIN, on_accept, h) < 0 ||
+	    /* a flood of connections (each costs an accept, a lookup and a close) waits while
+	     * the daemon has scans' events to handle */
+	    sd_event_source_set_priority(h->listen_src, SD_EVENT_PRIORITY_NORMAL + 10) < 0 ||
 	    sd_event_add_time_relative(d->loop, &h->timer, CLOCK_MONOTONIC, 1000000, 0, on_timer, h) < 0) {
 		snprintf(err, errlen, "cannot add the metrics endpoint to the event loop");
 		goto fail;

@@ -25,7 +25,7 @@ GID=$(getent group "$G" | cut -d: -f3)
 chmod 0755 "$T"
 S=$T/run/metrics.sock
 # conf ADDRESS [ACCESS]
-conf() { printf '[metrics]\naddress = %s\n%s[control]\ngroup = %s\n' "$1" "${2:+access = $2\n}" "$G" >"$DAEMON_CONF"; }
+conf() { printf '[metrics]\naddress = %s\n%b[control]\ngroup = %s\n' "$1" "${2:+access = $2\n}" "$G" >"$DAEMON_CONF"; }
 conf "127.0.0.1:$PORT"
 unshare -n sh -c 'ip link set lo up && exec "$0" --config "$1" --socket "$2" -v' \
 	"$BUILD/diraheadd" "$DAEMON_CONF" "$DAEMON_SOCK" >"$DAEMON_LOG" 2>&1 &
