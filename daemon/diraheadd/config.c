@@ -59,6 +59,7 @@ void da_config_defaults(struct da_config *c)
 		.walk_ahead_entries = 8192,
 		.log_level = LOG_INFO,
 		.log_summary_s = 60,
+		.metrics_access = DA_METRICS_ALL,
 	};
 	c->proc_path = strdup("/proc");
 	c->metrics_address = strdup("127.0.0.1:9567");
@@ -391,6 +392,15 @@ static int handler(void *user, const char *section, const char *name, const char
 					   "[::1]:9567, :9567), unix:/PATH or empty", value);
 			}
 			return set_str(&c->metrics_address, value);
+		}
+		if (!strcmp(name, "access")) {
+			if (!strcmp(value, "all"))
+				c->metrics_access = DA_METRICS_ALL;
+			else if (!strcmp(value, "control-group"))
+				c->metrics_access = DA_METRICS_CONTROL_GROUP;
+			else
+				return ERR("[metrics] access: '%s' is not all or control-group", value);
+			return 1;
 		}
 		if (!strcmp(name, "allowed_hosts")) {
 			struct da_host h;

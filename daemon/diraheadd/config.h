@@ -19,6 +19,12 @@ struct da_strlist {
 	char *v[DA_LIST_MAX];
 };
 
+/* [metrics] access (0, the default, is today's: every local user). */
+enum da_metrics_access {
+	DA_METRICS_ALL,           /* anyone who can connect */
+	DA_METRICS_CONTROL_GROUP, /* root and members of the [control] group; others get 403 */
+};
+
 struct da_config {
 	bool enabled;
 	bool dry_run;               /* detect and log scans, never prefetch */
@@ -67,6 +73,7 @@ struct da_config {
 	char *proc_path;            /* the procfs whose PIDs are BPF's (the host's); restart to change */
 	char *metrics_address;      /* host:port or unix:/path, empty = off */
 	struct da_strlist metrics_hosts; /* [metrics] allowed_hosts: more names for the Host check */
+	enum da_metrics_access metrics_access; /* [metrics] access: who gets the page */
 	char *socket_path;
 	char *socket_group;         /* group allowed on the control socket besides root; empty = root only */
 	int log_level;              /* syslog levels: LOG_ERR .. LOG_DEBUG */

@@ -19,6 +19,7 @@
 #include "detector.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer.h"
 #include "fsmagic.h"
 #include "policy.h"
 #include "scan.h"
@@ -302,37 +303,11 @@ static int on_conn_timeout(sd_event_source *src, uint64_t usec, void *userdata)
 }
 
 /* Root, or a member of the [control] group: as its primary group or among its supplementary
- * groups, as the kernel recorded them when the peer connected (SO_PEERGROUPS, Linux 4.13). */
+ * groups, as the kernel recorded them when the peer connected (peer.h). */
 static bool peer_allowed(struct control *c, int fd)
 {
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	gid_t small[64], *groups = small;
-	bool ok = false;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-		return false;
-	if (cr.uid == 0)
-		return true;
-	if (c->group == (gid_t)-1)
-		return false;
-	if (cr.gid == c->group)
-		return true;
-	len = sizeof(small);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
-		/* ERANGE: len is now what the list needs (up to NGROUPS_MAX, 65536) */
-		if (errno != ERANGE || !(groups = malloc(len)) ||
-		    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-			goto out;
-	}
-	for (size_t i = 0; i < len / sizeof(gid_t); i++)
-		if (groups[i] == c->group) {
-			ok = true;
-			break;
-		}
-out:
-	if (groups != small)
-		free(groups);
-	return ok;
+	struct da_peer p;
+	return da_peer_identify(fd, &p) == 0 && p.kind == DA_PEER_UNIX && da_peer_member(&p, fd, c->group);
 }
 
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata)

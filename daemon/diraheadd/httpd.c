@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -19,29 +20,56 @@
 #include "hostcheck.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer.h"
 
-/* Prometheus scrapes over one kept-alive connection; a few more per client leave room for a
- * curl or two beside it.  Past these, libmicrohttpd closes new connections at once. */
-#define CONN_PER_CLIENT 4u
-#define CONN_TOTAL 16u
+/*
+ * Connections are counted per peer: per uid for a process of this machine (the unix socket's
+ * SO_PEERCRED, or the owner of the client's TCP socket: another loopback address is still the
+ * same user), per address for a remote client.  Prometheus scrapes over one kept-alive
+ * connection; a few more per peer leave room for a curl or two beside it.  The last
+ * CONN_RESERVE of the total are root's, so that users together (or a user with subordinate
+ * uids) cannot shut root's scraper out.  Past these, a connection is closed at once.
+ */
+#define CONN_PER_PEER 4u
+#define CONN_TOTAL 32u
+#define CONN_RESERVE CONN_PER_PEER
 /* Idle connections (kept alive, or a client that never finishes its request) close after this. */
-#define CONN_TIMEOUT_S 10u
+#define CONN_TIMEOUT_S 5u
+/* And any connection, however busy, after this: a client trickling its request a byte at a
+ * time (slowloris), or reading the answer as slowly, holds its slot no longer.  A scrape takes
+ * milliseconds. */
+#define CONN_LIFETIME_USEC 10000000ull
+/* Connections not accepted yet: a flood must fill this (as fast as they are accepted and closed)
+ * before a new one finds the queue full (unix sockets: refused at once, EAGAIN). */
+#define BACKLOG SOMAXCONN
 /* A scrape renders every metric: scrapers that come together (several Prometheus servers, a
  * dashboard) share one rendering per this long. */
 #define CACHE_USEC 1000000ull
 
+struct slot {
+	bool used, cut;
+	int fd;                     /* libmicrohttpd's from MHD_add_connection on */
+	struct da_peer peer;
+	uint64_t since;             /* CLOCK_MONOTONIC at accept */
+};
+
 /* libmicrohttpd runs in "external epoll" mode inside our sd-event loop: one thread, so the
- * handlers read the statistics without locks. */
+ * handlers read the statistics without locks.  We accept the connections (to know who is
+ * calling before one is taken) and hand those admitted to it. */
 struct httpd {
 	struct daemon *d;
 	struct MHD_Daemon *mhd;
-	sd_event_source *io, *timer;
+	sd_event_source *io, *timer, *listen_src;
+	int lfd;
 	char *address;              /* as configured */
 	char *unix_path;            /* unix:PATH: the socket file made here, removed at the end */
 	dev_t unix_dev;
 	ino_t unix_ino;
 	struct MHD_Response *cache; /* the last /metrics response (libmicrohttpd counts its users) */
 	uint64_t cache_usec;        /* CLOCK_MONOTONIC when it was rendered */
+	struct slot slots[CONN_TOTAL];
+	struct slot *pending;       /* being handed to libmicrohttpd */
+	bool diag_warned;
 };
 
 static uint64_t now_usec(void)
@@ -92,6 +120,44 @@ static bool host_ok(struct httpd *h, struct MHD_Connection *conn)
 			       (struct sockaddr *)&ss, &h->d->cfg.metrics_hosts);
 }
 
+static bool same_peer(const struct da_peer *a, const struct da_peer *b)
+{
+	if ((a->kind == DA_PEER_REMOTE) != (b->kind == DA_PEER_REMOTE))
+		return false;
+	return a->kind == DA_PEER_REMOTE ? !memcmp(a->addr, b->addr, sizeof(a->addr)) : a->uid == b->uid;
+}
+
+/* Whether a new connection from p is taken: DA_HTTP_OK, or the limit that refuses it. */
+static enum da_http_result admit(const struct httpd *h, const struct da_peer *p)
+{
+	unsigned mine = 0, total = 0;
+	bool root = p->kind != DA_PEER_REMOTE && p->uid == 0;
+	for (unsigned i = 0; i < CONN_TOTAL; i++) {
+		if (!h->slots[i].used)
+			continue;
+		total++;
+		mine += same_peer(&h->slots[i].peer, p);
+	}
+	if (mine >= CONN_PER_PEER)
+		return DA_HTTP_PEER_LIMIT;
+	if (total >= CONN_TOTAL - (root ? 0 : CONN_RESERVE))
+		return DA_HTTP_TOTAL_LIMIT;
+	return DA_HTTP_OK;
+}
+
+/* [metrics] access: everyone, or root and the [control] group (looked up now: a reload or a
+ * change of the group applies to the next request, kept-alive connections too). */
+static bool access_ok(struct httpd *h, struct MHD_Connection *conn)
+{
+	const struct da_config *cfg = &h->d->cfg;
+	if (cfg->metrics_access == DA_METRICS_ALL)
+		return true;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct slot *sl = ci ? ci->socket_context : NULL;
+	const struct group *g = cfg->socket_group[0] ? getgrnam(cfg->socket_group) : NULL;
+	return sl && da_peer_member(&sl->peer, sl->fd, g ? g->gr_gid : (gid_t)-1);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
 			       const char *method, const char *version, const char *upload_data,
 			       size_t *upload_data_size, void **con_cls)
@@ -106,9 +172,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	(void)upload_data_size;
 	(void)con_cls;
 
-	if (!host_ok(h, conn)) {
-		/* DNS rebinding: a browser sent here under another name.  Checked first, so that
-		 * such a page learns nothing, not even which paths exist. */
+	if (!access_ok(h, conn)) {
+		/* First: someone not let in learns nothing, not even which paths exist. */
+		result = DA_HTTP_FORBIDDEN;
+		status = MHD_HTTP_FORBIDDEN;
+		resp = text_response(strdup("dirahead: root and the [control] group only (see access in dirahead.conf(5))\n"), plain);
+	} else if (!host_ok(h, conn)) {
+		/* DNS rebinding: a browser sent here under another name.  Checked before the path, so
+		 * that such a page learns nothing, not even which paths exist. */
 		result = DA_HTTP_BAD_HOST;
 		status = MHD_HTTP_FORBIDDEN;
 		resp = text_response(strdup("dirahead: Host not allowed (see allowed_hosts in dirahead.conf(5))\n"), plain);
@@ -137,11 +208,52 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	return ret;
 }
 
+/* libmicrohttpd tells us when it takes a connection (within MHD_add_connection: the pending
+ * slot becomes the connection's) and when it lets one go (its slot is free again). */
+static void on_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+		      enum MHD_ConnectionNotificationCode toe)
+{
+	struct httpd *h = cls;
+	(void)conn;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = h->pending;
+		h->pending = NULL;
+	} else if (*socket_context) {
+		((struct slot *)*socket_context)->used = false;
+		*socket_context = NULL;
+	}
+}
+
+/* Connections open past their lifetime are shut down (libmicrohttpd then sees them end and
+ * closes them).  The next deadline, or 0 if none is open. */
+static uint64_t cut_old(struct httpd *h)
+{
+	uint64_t now = now_usec(), next = 0;
+	for (unsigned i = 0; i < CONN_TOTAL; i++) {
+		struct slot *sl = &h->slots[i];
+		if (!sl->used || sl->cut)
+			continue;
+		if (now - sl->since >= CONN_LIFETIME_USEC) {
+			shutdown(sl->fd, SHUT_RDWR);
+			sl->cut = true;
+			h->d->stats.http_requests[DA_HTTP_TOO_SLOW]++;
+		} else if (!next || sl->since + CONN_LIFETIME_USEC < next) {
+			next = sl->since + CONN_LIFETIME_USEC;
+		}
+	}
+	return next;
+}
+
 static void rearm(struct httpd *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
-		sd_event_source_set_time_relative(h->timer, ms * 1000);
+	uint64_t next = cut_old(h), now = now_usec(), usec = UINT64_MAX;
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
+		usec = ms * 1000;
+	if (next && next - now < usec)
+		usec = next > now ? next - now : 0;
+	if (usec != UINT64_MAX) {
+		sd_event_source_set_time_relative(h->timer, usec);
 		sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
 	} else {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
@@ -161,9 +273,81 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct httpd *h = userdata;
 	(void)s; (void)usec;
+	cut_old(h);
 	MHD_run(h->mhd);
 	rearm(h);
 	return 0;
+}
+
+/* One accepted connection: counted and closed if a limit refuses it, else libmicrohttpd's. */
+static void take(struct httpd *h, int fd, const struct sockaddr_storage *ss, socklen_t len)
+{
+	struct da_peer p;
+	struct slot *sl = NULL;
+	if (da_peer_identify(fd, &p) < 0) { /* gone already */
+		close(fd);
+		return;
+	}
+	if (p.kind == DA_PEER_REMOTE && p.diag_errno != ENOENT && !h->diag_warned) {
+		h->diag_warned = true; /* then every local TCP peer counts as one: say why, once */
+		log_warn("metrics: cannot tell which user a TCP connection comes from (sock_diag: %s)",
+			 strerror(p.diag_errno));
+	}
+	enum da_http_result r = admit(h, &p);
+	if (r != DA_HTTP_OK) {
+		h->d->stats.http_requests[r]++;
+		close(fd);
+		return;
+	}
+	for (unsigned i = 0; i < CONN_TOTAL && !sl; i++)
+		if (!h->slots[i].used)
+			sl = &h->slots[i];
+	if (!sl) { /* admit() saw one free: cannot happen */
+		close(fd);
+		return;
+	}
+	*sl = (struct slot){ .used = true, .fd = fd, .peer = p, .since = now_usec() };
+	h->pending = sl;
+	MHD_add_connection(h->mhd, fd, (const struct sockaddr *)ss, len); /* closes fd on failure */
+	if (h->pending) { /* not taken: no notification came */
+		h->pending->used = false;
+		h->pending = NULL;
+	}
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct httpd *h = userdata;
+	(void)s; (void)revents;
+	for (int i = 0; i < 1024; i++) { /* then the loop's other sources get their turn */
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int cfd = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (cfd < 0)
+			break;
+		take(h, cfd, &ss, len);
+	}
+	MHD_run(h->mhd);
+	rearm(h);
+	return 0;
+}
+
+/* A listening TCP socket on ss (IPv6: that only, as libmicrohttpd would make it). */
+static int tcp_listen(const char *address, const struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+	int one = 1;
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (ss->ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (const struct sockaddr *)ss, ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+									    : sizeof(struct sockaddr_in)) < 0 ||
+	    listen(fd, BACKLOG) < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", address, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /*
@@ -203,7 +387,7 @@ static int unix_listen(struct httpd *h, const char *path, char *err, size_t errl
 	}
 	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
-	    listen(fd, 16) < 0 || stat(path, &st) < 0) {
+	    listen(fd, BACKLOG) < 0 || stat(path, &st) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -219,7 +403,6 @@ struct httpd *httpd_new(struct daemon *d, const char *address, char *err, size_t
 	struct sockaddr_storage ss;
 	const char *upath = da_unix_address(address);
 	struct httpd *h;
-	int lfd = -1;
 	if (errlen)
 		err[0] = '\0';
 	if (!address[0])
@@ -234,36 +417,26 @@ struct httpd *httpd_new(struct daemon *d, const char *address, char *err, size_t
 		return NULL;
 	}
 	h->d = d;
-	if (upath) {
-		if ((lfd = unix_listen(h, upath, err, errlen)) < 0)
-			goto fail;
-		h->mhd = MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, handler, h,
-					  MHD_OPTION_LISTEN_SOCKET, lfd,
-					  MHD_OPTION_CONNECTION_LIMIT, CONN_TOTAL,
-					  MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S,
-					  MHD_OPTION_END);
-		if (!h->mhd) {
-			close(lfd);
-			snprintf(err, errlen, "cannot serve HTTP on %s", upath);
-			goto fail;
-		}
-	} else {
-		unsigned flags = MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-		errno = 0;
-		h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, h,
-					  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-					  MHD_OPTION_CONNECTION_LIMIT, CONN_TOTAL,
-					  MHD_OPTION_PER_IP_CONNECTION_LIMIT, CONN_PER_CLIENT,
-					  MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S,
-					  MHD_OPTION_END);
-		if (!h->mhd) {
-			snprintf(err, errlen, "cannot listen on %s%s%s", address, errno ? ": " : "",
-				 errno ? strerror(errno) : "");
-			goto fail;
-		}
+	h->lfd = upath ? unix_listen(h, upath, err, errlen) : tcp_listen(address, &ss, err, errlen);
+	if (h->lfd < 0)
+		goto fail;
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
+				  (!upath && ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, handler, h,
+				  MHD_OPTION_CONNECTION_LIMIT, CONN_TOTAL,
+				  MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_notify, h,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "cannot serve HTTP on %s", address);
+		goto fail;
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info || sd_event_add_io(d->loop, &h->io, info->epoll_fd, EPOLLIN, on_io, h) < 0 ||
+	    sd_event_add_io(d->loop, &h->listen_src, h->lfd, EPOLLIN, on_accept, h) < 0 ||
+	    /* a flood of connections (each costs an accept, a lookup and a close) waits while
+	     * the daemon has scans' events to handle */
+	    sd_event_source_set_priority(h->listen_src, SD_EVENT_PRIORITY_NORMAL + 10) < 0 ||
 	    sd_event_add_time_relative(d->loop, &h->timer, CLOCK_MONOTONIC, 1000000, 0, on_timer, h) < 0) {
 		snprintf(err, errlen, "cannot add the metrics endpoint to the event loop");
 		goto fail;
@@ -287,8 +460,11 @@ void httpd_free(struct httpd *h)
 		return;
 	sd_event_source_disable_unref(h->io);
 	sd_event_source_disable_unref(h->timer);
+	sd_event_source_disable_unref(h->listen_src);
 	if (h->mhd)
-		MHD_stop_daemon(h->mhd); /* closes the listening socket too */
+		MHD_stop_daemon(h->mhd); /* closes its connections (their slots are freed) */
+	if (h->lfd >= 0)
+		close(h->lfd);
 	if (h->cache)
 		MHD_destroy_response(h->cache);
 	/* only our own socket: another daemon may have taken the path since */

@@ -147,7 +147,7 @@ char *metrics_text(struct daemon *d)
 	fprintf(f, "dirahead_config_reloads_total{result=\"success\"} %llu\n", (unsigned long long)s->reloads_ok);
 	fprintf(f, "dirahead_config_reloads_total{result=\"failure\"} %llu\n", (unsigned long long)s->reloads_failed);
 	head(f, "dirahead_metrics_requests_total", "counter",
-	     "Requests to the metrics endpoint, by result (bad_host: refused for a foreign Host header, as DNS rebinding sends).");
+	     "Requests to the metrics endpoint, by result (bad_host: refused for a foreign Host header, as DNS rebinding sends; forbidden: outside the control group), and connections refused at a limit or closed too slow.");
 	for (int i = 0; i < DA_HTTP_MAX; i++)
 		fprintf(f, "dirahead_metrics_requests_total{result=\"%s\"} %llu\n", da_http_result_names[i],
 			(unsigned long long)s->http_requests[i]);

@@ -60,7 +60,13 @@
 	X(OK, "ok")                                                                                \
 	X(BAD_HOST, "bad_host")        /* Host header of another name: DNS rebinding */           \
 	X(NOT_FOUND, "not_found")                                                                  \
-	X(BAD_METHOD, "bad_method")    /* not GET or HEAD */
+	X(BAD_METHOD, "bad_method")    /* not GET or HEAD */                                      \
+	X(FORBIDDEN, "forbidden")      /* [metrics] access = control-group: a peer outside it */   \
+	/* connections closed unanswered: that uid's (or remote address's) are at the limit; */     \
+	X(PEER_LIMIT, "refused_peer_limit")                                                        \
+	/* ... all are taken (all but root's reserve, for others) */                               \
+	X(TOTAL_LIMIT, "refused_total_limit")                                                      \
+	X(TOO_SLOW, "closed_too_slow") /* open past its lifetime (slow or idle client): closed */
 
 #define X_ENUM(e, s) DA_HTTP_##e,
 enum da_http_result { DA_HTTP_RESULTS(X_ENUM) DA_HTTP_MAX };

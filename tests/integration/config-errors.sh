@@ -67,6 +67,7 @@ bad address-unix-dir '[metrics]\naddress = unix:/run/dirahead/\n' 2 '[metrics] a
 bad address-unix-long "[metrics]\naddress = unix:/run/$(printf 'x%.0s' $(seq 1 110)).sock\n" 2 'the path is longer than 107 bytes'
 bad allowed-hosts-port '[metrics]\nallowed_hosts = ok.example bad.example:http\n' 2 "[metrics] allowed_hosts: 'bad.example:http'"
 bad allowed-hosts-url '[metrics]\nallowed_hosts = http://x.example\n' 2 '[metrics] allowed_hosts:'
+bad metrics-access '[metrics]\naccess = everyone\n' 2 "[metrics] access: 'everyone' is not all or control-group"
 bad allowed-hosts-long "[metrics]\nallowed_hosts = $(printf 'h%d ' $(seq 1 33))\n" 2 '[metrics] allowed_hosts: more than 32'
 bad log-summary-high '[daemon]\nlog_summary_s = 86401\n' 2 '[daemon] log_summary_s:'
 bad log-summary-text '[daemon]\nlog_summary_s = 1m\n' 2 '[daemon] log_summary_s:'
@@ -195,6 +196,7 @@ comm_exclude = updatedb* plocate*
 [metrics]
 address =
 allowed_hosts = metrics.example, metrics.example:8080 192.0.2.1 [2001:db8::1]:9567
+access = control-group
 [control]
 socket = /run/dirahead-unused.sock
 group = nogroup

@@ -5,9 +5,10 @@
 # - Host header: 127.0.0.1:PORT, localhost:PORT and [::1]:PORT are answered (200); a foreign
 #   name (also as a browser sends it after DNS rebinding: curl --resolve), another port, or no
 #   port are refused with 403 and counted as bad_host; [metrics] allowed_hosts admits a name;
-# - connections: 4 idle ones from one client address take its share, a 5th from it is closed at
-#   once while the 4 are still answered; 16 in all from 4 addresses fill the total, a 17th from a
-#   5th address is closed too;
+# - connections: 4 idle ones of one uid take its share, a 5th of it from another address is
+#   closed at once (refused_peer_limit) while the 4 are still answered, another uid's is not;
+#   7 uids x 4 fill the total but root's reserve: an 8th uid's is closed (refused_total_limit),
+#   root's is answered;
 # - the text is rendered once a second: two scrapes within it are byte for byte the same (with
 #   dirahead_metrics_requests_total as it was at the first), a scrape after it is new;
 # - unix:PATH: a reload moves the endpoint to a unix socket (mode 0666, any Host), the TCP port
@@ -67,12 +68,13 @@ conf "address = 127.0.0.1:$PORT"
 expect_exit 0 ctl reload
 assert_eq "$(code -H "Host: evil.example:$PORT" /metrics)" 403 "Host after allowed_hosts is emptied"
 
-# ---- connection limits: idle connections from chosen source addresses (loopback is 127/8)
+# ---- connection limits: idle connections of chosen uids from chosen source addresses
 cat >"$T/conns.py" <<'EOF'
-# conns.py PORT N:SRC... : hold N idle connections from each SRC, then try one more from the
-# last SRC given as "+SRC" (prints "refused" if it is closed unanswered, else its status line),
-# then send a request on every idle one (prints how many were answered 200).
-import socket, sys
+# conns.py PORT UID:N:SRC... +UID:SRC... : hold N idle connections made by UID (its own socket,
+# so that the daemon finds that owner) from SRC, for each spec; then try one more for each
+# +UID:SRC (prints "refused" if it is closed unanswered, else its status line), then send a
+# request on every idle one (prints how many were answered 200).
+import os, socket, sys, time
 port = int(sys.argv[1])
 def req(s):
     s.settimeout(5)
@@ -87,31 +89,47 @@ def req(s):
     except OSError:  # reset, broken pipe, timeout: not answered
         pass
     return data.split(b"\r\n", 1)[0].decode() or "refused"
-held = []
-extra = None
+def made_by(uid, n, src):
+    """n sockets connected from src, made by a child running as uid, passed back here"""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    if os.fork() == 0:
+        os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+        for _ in range(n):
+            s = socket.socket(); s.bind((src, 0)); s.connect(("127.0.0.1", port))
+            socket.send_fds(b, [b"x"], [s.fileno()])
+        os._exit(0)
+    socks = [socket.socket(fileno=socket.recv_fds(a, 1, 1)[1][0]) for _ in range(n)]
+    os.wait()
+    return socks
+held, extra = [], []
 for a in sys.argv[2:]:
     if a.startswith("+"):
-        extra = a[1:]
+        extra.append(a[1:].split(":"))
         continue
-    n, src = a.split(":")
-    for _ in range(int(n)):
-        s = socket.socket()
-        s.bind((src, 0))
-        s.connect(("127.0.0.1", port))
-        held.append(s)
-import time; time.sleep(0.3)  # the daemon has accepted them all
-s = socket.socket(); s.bind((extra, 0)); s.connect(("127.0.0.1", port))
-print(req(s))
+    uid, n, src = a.split(":")
+    held += made_by(int(uid), int(n), src)
+time.sleep(0.3)  # the daemon has accepted them all
+for uid, src in extra:
+    print(req(made_by(int(uid), 1, src)[0]))
 print(sum(req(s).endswith(" 200 OK") for s in held))
 EOF
-out=$("${NS[@]}" python3 "$T/conns.py" $PORT 4:127.0.0.1 +127.0.0.1)
-info "per client: $(tr '\n' ' ' <<<"$out")"
-assert_eq "$(sed -n 1p <<<"$out")" refused "a 5th connection from one client"
-assert_eq "$(sed -n 2p <<<"$out")" 4 "its 4 idle connections answered"
-out=$("${NS[@]}" python3 "$T/conns.py" $PORT 4:127.0.0.2 4:127.0.0.3 4:127.0.0.4 4:127.0.0.5 +127.0.0.6)
+refused() { metric "dirahead_metrics_requests_total{result=\"refused_$1_limit\"}"; }
+# one uid: 4 from one address take its share; a 5th from another loopback address is refused
+out=$("${NS[@]}" python3 "$T/conns.py" $PORT 0:4:127.0.0.1 +0:127.0.0.9 +60001:127.0.0.1)
+info "per uid: $(tr '\n' ' ' <<<"$out")"
+assert_eq "$(sed -n 1p <<<"$out")" refused "a 5th connection of root, from another address"
+assert_contains "$(sed -n 2p <<<"$out")" " 200 OK" "another uid's from the same address"
+assert_eq "$(sed -n 3p <<<"$out")" 4 "root's 4 idle connections answered"
+assert_eq "$(refused peer)" 1 "refused_peer_limit"
+# 7 uids x 4 fill the total but root's reserve: an 8th uid is refused, root is not
+specs=()
+for i in 1 2 3 4 5 6 7; do specs+=("$((60000 + i)):4:127.0.0.$((i + 1))"); done
+out=$("${NS[@]}" python3 "$T/conns.py" $PORT "${specs[@]}" +60008:127.0.0.20 +0:127.0.0.1)
 info "in total: $(tr '\n' ' ' <<<"$out")"
-assert_eq "$(sed -n 1p <<<"$out")" refused "a 17th connection, from a 5th client"
-assert_eq "$(sed -n 2p <<<"$out")" 16 "the 16 idle connections answered"
+assert_eq "$(sed -n 1p <<<"$out")" refused "a 29th connection, of an 8th uid"
+assert_contains "$(sed -n 2p <<<"$out")" " 200 OK" "root's, in its reserve"
+assert_eq "$(sed -n 3p <<<"$out")" 28 "the 28 idle connections answered"
+assert_eq "$(refused total)" 1 "refused_total_limit"
 assert_eq "$(code /metrics)" 200 "a new connection once they are closed"
 
 # ---- the text is reused for a second
