@@ -64,8 +64,12 @@ bool da_host_allowed(const char *host, const struct sockaddr *local, const struc
 	struct da_host h, e;
 	unsigned lport;
 
-	if (local->sa_family == AF_UNIX || !host)
+	if (local->sa_family == AF_UNIX)
 		return true;
+	/* HTTP/1.1 requires a Host; a request over TCP without one (HTTP/1.0, or one whose Host a
+	 * parser read differently) could come from a rebound name: refused */
+	if (!host)
+		return false;
 	if (local->sa_family == AF_INET)
 		lport = ntohs(l4->sin_port);
 	else if (local->sa_family == AF_INET6)

@@ -21,8 +21,9 @@ struct da_host {
 int da_host_parse(const char *s, struct da_host *h);
 
 /*
- * Whether a request with Host `host` (NULL: the request had none, as HTTP/1.0 allows) that
- * arrived on the socket whose local address is `local` may be answered: the connection's own
+ * Whether a request with Host `host` (NULL: the request had none, as HTTP/1.0 allows: refused
+ * over TCP) that arrived on the socket whose local address is `local` may be answered: the
+ * connection's own
  * address, localhost, 127.0.0.1 or [::1], or a name of `extra` ([metrics] allowed_hosts: NAME for
  * the listening port, NAME:PORT for exactly that), each with the port the request arrived on (80
  * when none is given).  Unix-socket connections are always answered: reaching them takes file

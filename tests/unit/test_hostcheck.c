@@ -72,7 +72,7 @@ static void test_loopback_v4(void **state)
 	OK("localhost:9567", l, NULL);
 	OK("LocalHost:9567", l, NULL);
 	OK("[::1]:9567", l, NULL);
-	OK(NULL, l, NULL); /* HTTP/1.0 without Host: no browser */
+	NO(NULL, l, NULL); /* no Host over TCP: refused (a parser may have read it otherwise) */
 	NO("evil.example:9567", l, NULL);
 	NO("localhost.:9567", l, NULL);
 	NO("127.0.0.2:9567", l, NULL);
