@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,65 +118,165 @@ void procdir_cred(const struct dirahead_event *ev, struct dirahead_cred *c)
 		c->caps = 1ull << CAP_DAC_READ_SEARCH;
 }
 
-/* Only the directory BPF saw counts: paths and fds can be renamed or reused under us. */
-static int verify(int fd, const struct dirahead_event *ev)
-{
-	if (fd < 0)
-		return -errno;
-	int r = procdir_same(fd, "", ev, ev->ino);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-/* Checked to be ev's directory and opened for reading as the program (called acting as it: a
- * FUSE mount without allow_other refuses even a stat to anyone else), pfd being an O_PATH fd of
- * it: its open of the directory checked read permission, so does this one (by the fd's magic
- * link: no lookup in it, which would need search permission too). */
-static int reopen(int pfd, const struct dirahead_event *ev)
+/* pfd (an O_PATH fd of a directory checked already) opened for reading, called acting as the
+ * program: its open of the directory checked read permission, so does this one (by the fd's
+ * magic link: no lookup in it, which would need search permission too). */
+static int reopen_dir(int pfd)
 {
 	char p[40];
-	int r = procdir_same(pfd, "", ev, ev->ino);
-	if (r < 0)
-		return r;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
 	int fd = open(p, DIR_FLAGS);
 	return fd < 0 ? -errno : fd;
 }
 
-/* Resolve `path` as the process would: relative to its cwd, or absolute within its root, with
- * its credentials.  Resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses
- * magic links, so a crafted path cannot make the daemon open something outside what the process
- * itself sees, and every component is searched with the process's rights (a path swapped to
- * somewhere it may not go fails as it would for the process). */
-static int open_path(int task, const char *path, const struct dirahead_event *ev,
-		     const struct dirahead_cred *c)
+/* Checked to be ev's directory and opened for reading as the program (called acting as it: a
+ * FUSE mount without allow_other refuses even a stat to anyone else), pfd being an O_PATH fd of
+ * it. */
+static int reopen(int pfd, const struct dirahead_event *ev)
 {
-	const char *base = "cwd";
-	int bfd, fd, r;
-	struct open_how how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS };
+	int r = procdir_same(pfd, "", ev, ev->ino);
+	return r < 0 ? r : reopen_dir(pfd);
+}
+
+/*
+ * 0 if the directory pfd holds, under ev->name, the file that the program's own stat of that
+ * name returned (DIRAHEAD_EVF_NAME_ID: its device as user space sees it, and inode), -ESTALE
+ * otherwise or if that cannot be told.  Called acting as the program.  A directory on another
+ * filesystem than the file is told by its cached device, without a request to it; else the
+ * name is looked up once, as the program's stat did: not following a symbolic link (lstat), or
+ * following it only where it stays in the directory and on its mount (a link leading elsewhere
+ * cannot be checked without resolving outside the directory: refused).
+ */
+static int same_name(int pfd, const struct dirahead_event *ev)
+{
+	char name[DIRAHEAD_NAME_LEN];
+	struct statx stx;
+	bool follow = ev->flags & DIRAHEAD_EVF_NAME_FOLLOW;
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW),
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
+
+	memcpy(name, ev->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (!(ev->flags & DIRAHEAD_EVF_NAME_ID) || ev->name_len >= sizeof(name) || !name[0] ||
+	    strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -ESTALE;
+	if (statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &stx) < 0 ||
+	    stx.stx_dev_major != ev->name_dev_major || stx.stx_dev_minor != ev->name_dev_minor)
+		return -ESTALE;
+	int fd = sys_openat2(pfd, name, &how);
+	if (fd < 0)
+		return -ESTALE;
+	int r = statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &stx);
+	close(fd);
+	if (r < 0 || stx.stx_ino != ev->name_ino || stx.stx_dev_major != ev->name_dev_major ||
+	    stx.stx_dev_minor != ev->name_dev_minor)
+		return -ESTALE;
+	return 0;
+}
+
+/* A /proc link of the thread (its "root" or "cwd"), as the daemon sees it: a path from the
+ * daemon's root (or from the top of the program's mount namespace, where the daemon's root does
+ * not reach), NUL-terminated; -ENOENT for anything else (a deleted directory). */
+static int task_link(int task, const char *what, char *buf, size_t len)
+{
+	static const char deleted[] = " (deleted)";
+	ssize_t n = readlinkat(task, what, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if ((size_t)n >= len - 1 || buf[0] != '/' ||
+	    ((size_t)n >= sizeof(deleted) - 1 && !strcmp(buf + n - (sizeof(deleted) - 1), deleted)))
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * `path` of the process as a path below its root ("." for the root): an absolute one as it is;
+ * a relative one behind where its cwd is below its root, read from the two links.  Both are
+ * then resolved from the root with RESOLVE_IN_ROOT, which is how the kernel treats the process's
+ * own lookups: ".." never goes above the root, absolute symbolic links start at it.  The links'
+ * paths are only a way to name the cwd under the root: what is found is checked afterwards
+ * (the directory BPF saw, or the file the program's stat returned), and whatever they say,
+ * resolution stays inside the root.
+ *
+ * A cwd outside the root (a chroot without chdir, which takes CAP_SYS_CHROOT, in some user
+ * namespace) is refused with -EXDEV: the kernel would resolve such a path from the cwd with no
+ * root above it, so the program can reach the whole tree; the daemon does not follow it out of
+ * the confinement it was set up in (the scan goes without prefetch, counted as outside_root).
+ */
+static int root_path(int task, const char *path, char *out, size_t len)
+{
+	char root[PATH_MAX], cwd[PATH_MAX];
+	const char *rel;
+	int r;
 
 	if (path[0] == '/') {
-		base = "root";
-		how.resolve |= RESOLVE_IN_ROOT;
 		while (*path == '/')
 			path++;
-		if (!*path)
-			path = ".";
+		r = snprintf(out, len, "%s", *path ? path : ".");
+		return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 	}
-	bfd = openat(task, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (bfd < 0)
-		return -errno;
-	if ((r = dirahead_cred_apply(c)) < 0) {
-		close(bfd);
+	if ((r = task_link(task, "root", root, sizeof(root))) < 0 ||
+	    (r = task_link(task, "cwd", cwd, sizeof(cwd))) < 0)
 		return r;
+	size_t rl = strcmp(root, "/") ? strlen(root) : 0;
+	if (strncmp(cwd, root, rl) || (cwd[rl] != '/' && cwd[rl] != '\0'))
+		return -EXDEV;
+	for (rel = cwd + rl; *rel == '/'; rel++)
+		;
+	r = *rel ? snprintf(out, len, "%s/%s", rel, path) : snprintf(out, len, "%s", path);
+	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+}
+
+/* An O_PATH fd of `path` (below the root, root_path()) resolved as the program: with its
+ * credentials, confined to its root, no magic links.  Nothing is opened for reading before it
+ * is checked.  RESOLVE_IN_ROOT resolution fails with EAGAIN when a rename raced with a ".."
+ * in it: tried again, a few times. */
+static int open_in_root(int task, const char *path, const struct dirahead_cred *c)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int root = openat(task, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = -1, r, tries = 0;
+
+	if (root < 0)
+		return -errno;
+	if ((r = dirahead_cred_apply(c)) == 0) {
+		do
+			fd = sys_openat2(root, path, &how);
+		while (fd < 0 && errno == EAGAIN && ++tries < 3);
+		r = fd < 0 ? -errno : fd;
 	}
-	fd = sys_openat2(bfd, path, &how);
-	r = fd < 0 ? -errno : ev ? verify(fd, ev) : fd;
 	dirahead_cred_apply(NULL);
-	close(bfd);
+	close(root);
+	return r;
+}
+
+/*
+ * Resolve the process's `path` as the kernel resolves it for the process (root_path(),
+ * open_in_root()), then check what was found, as the program: the directory BPF saw (ev with
+ * dev and inode) or, for a run by path (by_name), the directory holding the file the program's
+ * stat returned (same_name()); and open it for reading.  So a crafted or swapped path never
+ * makes the daemon open, list or prefetch anything outside what the program itself sees, or
+ * anything else than what the program stat'ed.  -EXDEV: a cwd outside the root; -ESTALE:
+ * something else was found.
+ */
+static int open_path(int task, const char *path, const struct dirahead_event *ev, bool by_name,
+		     const struct dirahead_cred *c)
+{
+	char rel[PATH_MAX + DIRAHEAD_PATH_LEN];
+	int pfd, r;
+
+	if ((r = root_path(task, path, rel, sizeof(rel))) < 0)
+		return r;
+	if ((pfd = open_in_root(task, rel, c)) < 0)
+		return pfd;
+	if ((r = dirahead_cred_apply(c)) == 0)
+		r = by_name ? same_name(pfd, ev) : reopen(pfd, ev);
+	if (by_name && r == 0)
+		r = reopen_dir(pfd);
+	dirahead_cred_apply(NULL);
+	close(pfd);
 	return r;
 }
 
@@ -245,7 +346,7 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = open_path(task, path, ev, &c);
+		fd = open_path(task, path, ev, false, &c);
 		if (fd >= 0) {
 			r = fd;
 			goto out;
@@ -275,7 +376,7 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 	memcpy(path, ev->path, sizeof(path));
 	path[sizeof(path) - 1] = '\0';
 	procdir_cred(ev, &c);
-	fd = open_path(task, path, NULL, &c);
+	fd = open_path(task, path, ev, true, &c);
 	close(task);
 	if (fd < 0)
 		return fd == -ENOTDIR ? -ENOENT : fd;

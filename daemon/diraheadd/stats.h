@@ -37,7 +37,11 @@
 	X(WALKED, "walked")            /* the process's walk (walk.h) covers it already */      \
 	X(OPENERS_BUSY, "openers_busy")/* every opener thread busy (stuck on a hung filesystem) */ \
 	X(USER_BUSY, "user_busy")      /* max_scans_per_user or _per_cgroup reached */            \
-	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */
+	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */ \
+	X(PATH_MISMATCH, "path_mismatch") /* a run by path: the directory its path leads to now  \
+					   * does not hold the file the program's stat saw */      \
+	X(OUTSIDE_ROOT, "outside_root") /* a relative path of a program whose cwd is outside its \
+					 * root (a chroot without chdir) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
 #define DA_WALK_END_REASONS(X)                                                                     \
