@@ -139,10 +139,62 @@ static int reopen(int pfd, const struct dirahead_event *ev)
 }
 
 /*
+ * Whether pfd's mount is an overlayfs, by the thread's mountinfo (task: its /proc directory):
+ * there, with layers on several filesystems, a file reports its layer's device and a directory
+ * the overlay's.  Read as the daemon; no request to the filesystem (fstatfs would be one on
+ * FUSE).  Asked only when a directory's device is not its entry's, which is rare.
+ */
+static bool on_overlay(int task, int pfd)
+{
+	struct statx stx;
+	char *line = NULL;
+	size_t cap = 0;
+	bool overlay = false;
+	unsigned long long id;
+
+	if (statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return false;
+	int fd = openat(task, "mountinfo", O_RDONLY | O_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		const char *sep = strstr(line, " - ");
+		if (sscanf(line, "%llu", &id) == 1 && id == stx.stx_mnt_id && sep) {
+			overlay = !strncmp(sep + 3, "overlay ", 8);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return overlay;
+}
+
+/*
+ * -ESTALE if the directory pfd is on another filesystem than the file the program's stat
+ * returned (ev->name_*, DIRAHEAD_EVF_NAME_ID), told by its cached device without a request to
+ * it (but on an overlayfs, where they may differ), else 0.  As the daemon.
+ */
+static int same_dev(int task, int pfd, const struct dirahead_event *ev)
+{
+	struct statx stx;
+
+	if (!(ev->flags & DIRAHEAD_EVF_NAME_ID) ||
+	    statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &stx) < 0)
+		return -ESTALE;
+	if (stx.stx_dev_major == ev->name_dev_major && stx.stx_dev_minor == ev->name_dev_minor)
+		return 0;
+	return on_overlay(task, pfd) ? 0 : -ESTALE;
+}
+
+/*
  * 0 if the directory pfd holds, under ev->name, the file that the program's own stat of that
  * name returned (DIRAHEAD_EVF_NAME_ID: its device as user space sees it, and inode), -ESTALE
- * otherwise or if that cannot be told.  Called acting as the program.  A directory on another
- * filesystem than the file is told by its cached device, without a request to it; else the
+ * otherwise or if that cannot be told.  Called acting as the program, after same_dev().  The
  * name is looked up once, as the program's stat did: not following a symbolic link (lstat), or
  * following it only where it stays in the directory and on its mount (a link leading elsewhere
  * cannot be checked without resolving outside the directory: refused).
@@ -159,9 +211,6 @@ static int same_name(int pfd, const struct dirahead_event *ev)
 	name[sizeof(name) - 1] = '\0';
 	if (!(ev->flags & DIRAHEAD_EVF_NAME_ID) || ev->name_len >= sizeof(name) || !name[0] ||
 	    strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
-		return -ESTALE;
-	if (statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &stx) < 0 ||
-	    stx.stx_dev_major != ev->name_dev_major || stx.stx_dev_minor != ev->name_dev_minor)
 		return -ESTALE;
 	int fd = sys_openat2(pfd, name, &how);
 	if (fd < 0)
@@ -271,6 +320,10 @@ static int open_path(int task, const char *path, const struct dirahead_event *ev
 		return r;
 	if ((pfd = open_in_root(task, rel, c)) < 0)
 		return pfd;
+	if (by_name && (r = same_dev(task, pfd, ev)) < 0) {
+		close(pfd);
+		return r;
+	}
 	if ((r = dirahead_cred_apply(c)) == 0)
 		r = by_name ? same_name(pfd, ev) : reopen(pfd, ev);
 	if (by_name && r == 0)
