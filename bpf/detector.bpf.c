@@ -129,6 +129,11 @@ struct scan {
 	__u64 lat_sum;	/* durations of the matched stats sys_enter timed, and how many */
 	__u64 lat_n;
 	__u64 ctl_gen;	/* ctl_gen when scan_ctl was last looked at */
+	__u64 name_ino;	/* a run by path: what the program's stat of `name` returned (SCAN only) */
+	__u32 name_major;
+	__u32 name_minor;
+	__u32 name_id;	/* DIRAHEAD_EVF_NAME_ID | DIRAHEAD_EVF_NAME_FOLLOW, or 0 */
+	__u32 pad0;
 	__u32 flags;
 	__u32 step;
 	__u32 ctl_seq;
@@ -167,6 +172,12 @@ struct scratch {
 	char pad[16];
 	char name[NAME_LEN];
 	struct lastopen lo;
+	/* a run by path being reported: what the program's stat of its last name returned */
+	__u64 name_ino;
+	__u32 name_major;
+	__u32 name_minor;
+	__u32 name_id;	/* DIRAHEAD_EVF_NAME_ID | DIRAHEAD_EVF_NAME_FOLLOW, or 0 */
+	__u32 pad1;
 	struct scan scan;	/* a new scan is built here: too big for the stack */
 	struct proc proc;	/* and a new process */
 };
@@ -701,6 +712,16 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	e->flags = ((sc->flags & SCAN_UNLISTED) ? DIRAHEAD_EVF_UNLISTED : 0) |
 		   ((sc->flags & SCAN_SORTED) ? DIRAHEAD_EVF_SORTED : 0);
 	e->pad = 0;
+	/* only the SCAN's `name` is the one the stat was read for (later stats replace it) */
+	if (type == DIRAHEAD_EV_SCAN && sc->name_id) {
+		e->flags |= sc->name_id;
+		e->name_dev_major = sc->name_major;
+		e->name_dev_minor = sc->name_minor;
+		e->name_ino = sc->name_ino;
+	} else {
+		e->name_dev_major = e->name_dev_minor = 0;
+		e->name_ino = 0;
+	}
 	/* (the ring buffer's memory is not zeroed) */
 	__builtin_memset(&e->cred_uid, 0, offsetof(struct dirahead_event, comm) -
 					  offsetof(struct dirahead_event, cred_uid));
@@ -1510,6 +1531,55 @@ static __always_inline int tracked_stat(struct proc *p, __u32 tgid, int dfd, con
 }
 
 /*
+ * What the program's stat returned for the name it just stat'ed, read from its own buffer (user
+ * space's struct stat or struct statx): a run by path is known by its name only, and the daemon
+ * checks that the directory it finds there holds this very file.  Read only when such a run is
+ * reported, never on the way of other stats.  s->name_id is 0 if it cannot be read.
+ */
+__noinline int read_stat_id(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct scratch *s = get_scratch();
+	__u64 dev = 0, buf, flags;
+	long nr;
+	__u32 mask = 0;
+
+	if (!s)
+		return 0;
+	s->name_id = 0;
+	nr = DA_SYSCALL_NR(regs);
+	if (nr == DA_NR_STATX) {	/* statx(dfd, path, flags, mask, buf) */
+		buf = PT_REGS_PARM5_SYSCALL(regs);
+		flags = PT_REGS_PARM3_SYSCALL(regs);
+	} else if (nr == DA_NR_NEWFSTATAT) {	/* newfstatat(dfd, path, buf, flags) */
+		buf = PT_REGS_PARM3_SYSCALL(regs);
+		flags = PT_REGS_PARM4_SYSCALL(regs);
+	} else {		/* stat(path, buf), lstat(path, buf) */
+		buf = PT_REGS_PARM2_SYSCALL(regs);
+		flags = nr == DA_NR_LSTAT ? DA_AT_SYMLINK_NOFOLLOW : 0;
+	}
+	if (nr == DA_NR_STATX) {
+		/* stx_mask at 0, stx_ino at 32, stx_dev_major and stx_dev_minor at 136 and 140 */
+		if (bpf_probe_read_user(&mask, sizeof(mask), (void *)buf) || !(mask & DA_STATX_INO) ||
+		    bpf_probe_read_user(&s->name_ino, 8, (void *)(buf + 32)) ||
+		    bpf_probe_read_user(&s->name_major, 4, (void *)(buf + 136)) ||
+		    bpf_probe_read_user(&s->name_minor, 4, (void *)(buf + 140)))
+			return 0;
+	} else {
+		/* struct stat: st_dev (unsigned long) at 0, st_ino at 8, on x86-64 and arm64 */
+		if (bpf_probe_read_user(&dev, sizeof(dev), (void *)buf) ||
+		    bpf_probe_read_user(&s->name_ino, 8, (void *)(buf + 8)))
+			return 0;
+		/* the kernel's new_encode_dev(), undone as major() and minor() do */
+		s->name_major = (dev >> 8) & 0xfff;
+		s->name_minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+	}
+	s->name_id = DIRAHEAD_EVF_NAME_ID |
+		     (flags & DA_AT_SYMLINK_NOFOLLOW ? 0 : DIRAHEAD_EVF_NAME_FOLLOW);
+	return 0;
+}
+
+/*
  * The thread made unlisted_stats stats of distinct names in one directory it did not list: track
  * it as a scan, confirmed at once (DIRAHEAD_EVF_UNLISTED).  dentry: the directory, for a dirfd
  * (dfd) or the cwd; 0 for names by path, whose directory is known only by its name, s->path up
@@ -1581,6 +1651,9 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 		key.dev = 0;
 		key.ino = ph.prefix | 1;
 		nv.ino = key.ino;
+		read_stat_id();
+		if (!s->name_id)
+			return 0;	/* nothing to check the directory by: the daemon would refuse */
 	}
 	if (bpf_map_lookup_elem(&scans, &key))
 		return 0;	/* tracked already (forgotten, or its stats come by another name) */
@@ -1608,6 +1681,10 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 		sc->path_len = prefix_end;
 		sc->flags |= SCAN_HAS_PATH | (abs ? SCAN_ABS_PATH : 0);
 		sc->rel_seed = p->rel_seed;
+		sc->name_id = s->name_id;
+		sc->name_major = s->name_major;
+		sc->name_minor = s->name_minor;
+		sc->name_ino = s->name_ino;
 	}
 	if (!share_take(p->uid, 1))
 		return 0;
@@ -1729,6 +1806,10 @@ static __always_inline void run_stat(int dfd, const char *upath,
 	r->key_hi = hi;
 	r->key_lo = lo;
 	if (++r->count < cfg->unlisted_stats)
+		return;
+	/* by path, the name is how the daemon checks the directory: one that does not fit in the
+	 * event's name waits for the next one */
+	if (!d && n - (ph.last_slash + 1) >= NAME_LEN)
 		return;
 	r->done = 1;
 	/* the directory it listed: not a run without a listing (see struct run) */

@@ -8,6 +8,8 @@
 
 #define DA_AT_FDCWD		-100
 #define DA_AT_EMPTY_PATH	0x1000
+#define DA_AT_SYMLINK_NOFOLLOW	0x100
+#define DA_STATX_INO		0x100U
 #define DA_S_IFMT		00170000
 #define DA_S_IFDIR		0040000
 

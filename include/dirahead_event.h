@@ -97,6 +97,15 @@ struct dirahead_event {
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
 	__u32 flags;       /* DIRAHEAD_EVF_* */
 	__u32 pad;
+	/*
+	 * The SCAN of a run by path only (DIRAHEAD_EVF_UNLISTED with dev 0:0), with
+	 * DIRAHEAD_EVF_NAME_ID: what the program's own successful stat of `name` in that directory
+	 * returned (st_dev as user space sees it, split, and st_ino), so that the daemon can check
+	 * that the directory it finds by `path` is the one the program stat'ed in.
+	 */
+	__u32 name_dev_major;
+	__u32 name_dev_minor;
+	__u64 name_ino;
 };
 
 /*
@@ -109,6 +118,10 @@ struct dirahead_event {
 #define DIRAHEAD_EVF_UNLISTED 1u
 /* With UNLISTED: the names of the run came in ascending byte order (a sorted list). */
 #define DIRAHEAD_EVF_SORTED 2u
+/* name_dev_major, name_dev_minor and name_ino hold what the program's stat of `name` returned. */
+#define DIRAHEAD_EVF_NAME_ID 4u
+/* ... and that stat followed `name` if it is a symbolic link (stat, not lstat). */
+#define DIRAHEAD_EVF_NAME_FOLLOW 8u
 
 /* Settings the daemon writes into the single-entry array map `cfg`; changeable while attached. */
 struct dirahead_bpf_config {

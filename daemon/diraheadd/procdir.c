@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,66 +187,219 @@ bool procdir_cred_same(const struct dirahead_cred *c, const struct dirahead_even
 	       !memcmp(c->groups, e.groups, e.ngroups * sizeof(e.groups[0]));
 }
 
-/* Only the directory BPF saw counts: paths and fds can be renamed or reused under us. */
-static int verify(int fd, const struct dirahead_event *ev)
-{
-	if (fd < 0)
-		return -errno;
-	int r = procdir_same(fd, "", ev, ev->ino);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-/* Checked to be ev's directory and opened for reading as the program (called acting as it: a
- * FUSE mount without allow_other refuses even a stat to anyone else), pfd being an O_PATH fd of
- * it: its open of the directory checked read permission, so does this one (by the fd's magic
- * link: no lookup in it, which would need search permission too). */
-static int reopen(int pfd, const struct dirahead_event *ev)
+/* pfd (an O_PATH fd of a directory checked already) opened for reading, called acting as the
+ * program: its open of the directory checked read permission, so does this one (by the fd's
+ * magic link: no lookup in it, which would need search permission too). */
+static int reopen_dir(int pfd)
 {
 	char p[40];
-	int r = procdir_same(pfd, "", ev, ev->ino);
-	if (r < 0)
-		return r;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
 	int fd = open(p, DIR_FLAGS);
 	return fd < 0 ? -errno : fd;
 }
 
-/* One open as the program (dirahead_cred_call(): in this thread, or in a child with its ids in
- * full), its fd in out->fds[0]. */
-struct open_as {
-	int base;                          /* O_PATH fd: the directory, or where path starts */
-	const char *path;                  /* NULL: reopen base itself */
-	struct open_how how;
-	const struct dirahead_event *ev;   /* what it must be; NULL: report what it is in vals */
+/* Checked to be ev's directory and opened for reading as the program (called acting as it: a
+ * FUSE mount without allow_other refuses even a stat to anyone else), pfd being an O_PATH fd of
+ * it. */
+static int reopen(int pfd, const struct dirahead_event *ev)
+{
+	int r = procdir_same(pfd, "", ev, ev->ino);
+	return r < 0 ? r : reopen_dir(pfd);
+}
+
+/*
+ * Whether pfd's mount is an overlayfs, by the thread's mountinfo (task: its /proc directory):
+ * there, with layers on several filesystems, a file reports its layer's device and a directory
+ * the overlay's.  Read as the daemon; no request to the filesystem (fstatfs would be one on
+ * FUSE).  Asked only when a directory's device is not its entry's, which is rare.
+ */
+static bool on_overlay(int task, int pfd)
+{
+	struct statx stx;
+	char *line = NULL;
+	size_t cap = 0;
+	bool overlay = false;
+	unsigned long long id;
+
+	if (statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return false;
+	int fd = openat(task, "mountinfo", O_RDONLY | O_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		const char *sep = strstr(line, " - ");
+		if (sscanf(line, "%llu", &id) == 1 && id == stx.stx_mnt_id && sep) {
+			overlay = !strncmp(sep + 3, "overlay ", 8);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return overlay;
+}
+
+/*
+ * -ESTALE if the directory pfd is on another filesystem than the file the program's stat
+ * returned (ev->name_*, DIRAHEAD_EVF_NAME_ID), told by its cached device without a request to
+ * it (but on an overlayfs, where they may differ), else 0.  As the daemon.
+ */
+static int same_dev(int task, int pfd, const struct dirahead_event *ev)
+{
+	struct statx stx;
+
+	if (!(ev->flags & DIRAHEAD_EVF_NAME_ID))
+		return -ESTALE;
+	/* (refused: a FUSE mount without allow_other answers no one but its owner's ids) */
+	if (statx(pfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &stx) < 0)
+		return errno == EACCES ? -EACCES : -ESTALE;
+	if (stx.stx_dev_major == ev->name_dev_major && stx.stx_dev_minor == ev->name_dev_minor)
+		return 0;
+	return on_overlay(task, pfd) ? 0 : -ESTALE;
+}
+
+/*
+ * 0 if the directory pfd holds, under ev->name, the file that the program's own stat of that
+ * name returned (DIRAHEAD_EVF_NAME_ID: its device as user space sees it, and inode), -ESTALE
+ * otherwise or if that cannot be told.  Called acting as the program, after same_dev().  The
+ * name is looked up once, as the program's stat did: not following a symbolic link (lstat), or
+ * following it only where it stays in the directory and on its mount (a link leading elsewhere
+ * cannot be checked without resolving outside the directory: refused).
+ */
+static int same_name(int pfd, const struct dirahead_event *ev)
+{
+	char name[DIRAHEAD_NAME_LEN];
+	struct statx stx;
+	bool follow = ev->flags & DIRAHEAD_EVF_NAME_FOLLOW;
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW),
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
+
+	memcpy(name, ev->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (!(ev->flags & DIRAHEAD_EVF_NAME_ID) || ev->name_len >= sizeof(name) || !name[0] ||
+	    strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -ESTALE;
+	int fd = sys_openat2(pfd, name, &how);
+	if (fd < 0)
+		return errno == EACCES ? -EACCES : -ESTALE;
+	int r = statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &stx);
+	int e = errno;
+	close(fd);
+	if (r < 0 && e == EACCES)
+		return -EACCES;
+	if (r < 0 || stx.stx_ino != ev->name_ino || stx.stx_dev_major != ev->name_dev_major ||
+	    stx.stx_dev_minor != ev->name_dev_minor)
+		return -ESTALE;
+	return 0;
+}
+
+/* A /proc link of the thread (its "root" or "cwd"), as the daemon sees it: a path from the
+ * daemon's root (or from the top of the program's mount namespace, where the daemon's root does
+ * not reach), NUL-terminated; -ENOENT for anything else (a deleted directory). */
+static int task_link(int task, const char *what, char *buf, size_t len)
+{
+	static const char deleted[] = " (deleted)";
+	ssize_t n = readlinkat(task, what, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if ((size_t)n >= len - 1 || buf[0] != '/' ||
+	    ((size_t)n >= sizeof(deleted) - 1 && !strcmp(buf + n - (sizeof(deleted) - 1), deleted)))
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * `path` of the process as a path below its root ("." for the root): an absolute one as it is;
+ * a relative one behind where its cwd is below its root, read from the two links.  Both are
+ * then resolved from the root with RESOLVE_IN_ROOT, which is how the kernel treats the process's
+ * own lookups: ".." never goes above the root, absolute symbolic links start at it.  The links'
+ * paths are only a way to name the cwd under the root: what is found is checked afterwards
+ * (the directory BPF saw, or the file the program's stat returned), and whatever they say,
+ * resolution stays inside the root.
+ *
+ * A cwd outside the root (a chroot without chdir, which takes CAP_SYS_CHROOT, in some user
+ * namespace) is refused with -EXDEV: the kernel would resolve such a path from the cwd with no
+ * root above it, so the program can reach the whole tree; the daemon does not follow it out of
+ * the confinement it was set up in (the scan goes without prefetch, counted as outside_root).
+ */
+static int root_path(int task, const char *path, char *out, size_t len)
+{
+	char root[PATH_MAX], cwd[PATH_MAX];
+	const char *rel;
+	int r;
+
+	if (path[0] == '/') {
+		while (*path == '/')
+			path++;
+		r = snprintf(out, len, "%s", *path ? path : ".");
+		return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+	}
+	if ((r = task_link(task, "root", root, sizeof(root))) < 0 ||
+	    (r = task_link(task, "cwd", cwd, sizeof(cwd))) < 0)
+		return r;
+	size_t rl = strcmp(root, "/") ? strlen(root) : 0;
+	if (strncmp(cwd, root, rl) || (cwd[rl] != '/' && cwd[rl] != '\0'))
+		return -EXDEV;
+	for (rel = cwd + rl; *rel == '/'; rel++)
+		;
+	r = *rel ? snprintf(out, len, "%s/%s", rel, path) : snprintf(out, len, "%s", path);
+	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+}
+
+/* What one resolution as the program needs (dirahead_cred_call(): in this thread, or in a child
+ * with the program's ids in full). */
+struct path_as {
+	int task;                          /* the thread's /proc directory */
+	int root;                          /* O_PATH fd of its root */
+	const char *rel;                   /* the path below the root (root_path()) */
+	const struct dirahead_event *ev;
+	bool by_name;                      /* checked by the file the program's stat returned */
+	bool want_id;                      /* report what it is in vals (procdir_resolve) */
 };
 
-static void open_as(void *arg, struct dirahead_call_out *out)
+/*
+ * An O_PATH fd of a->rel resolved as the program: confined to its root, no magic links.
+ * RESOLVE_IN_ROOT resolution fails with EAGAIN when a rename raced with a ".." in it: tried
+ * again, a few times.  Then checked (the directory BPF saw, or the directory holding the file
+ * the program's stat returned) before anything is opened for reading, and opened, in fds[0].
+ */
+static void path_as(void *arg, struct dirahead_call_out *out)
 {
-	const struct open_as *a = arg;
-	struct open_how how = a->how;
-	int fd;
-	if (!a->path)
-		fd = reopen(a->base, a->ev);
-	else if ((fd = sys_openat2(a->base, a->path, &how)) < 0)
-		fd = -errno;
-	else if (a->ev)
-		fd = verify(fd, a->ev);
-	out->res = fd < 0 ? fd : 0;
-	if (fd < 0)
+	const struct path_as *a = arg;
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int pfd, r, tries = 0;
+
+	do
+		pfd = sys_openat2(a->root, a->rel, &how);
+	while (pfd < 0 && errno == EAGAIN && ++tries < 3);
+	if (pfd < 0) {
+		out->res = -errno;
 		return;
-	out->fds[out->nfds++] = fd;
-	if (a->ev)
+	}
+	r = a->by_name ? same_dev(a->task, pfd, a->ev) : 0;
+	if (r == 0)
+		r = a->by_name ? same_name(pfd, a->ev) : reopen(pfd, a->ev);
+	if (a->by_name && r == 0)
+		r = reopen_dir(pfd);
+	close(pfd);
+	out->res = r < 0 ? r : 0;
+	if (r < 0)
+		return;
+	out->fds[out->nfds++] = r;
+	if (!a->want_id)
 		return;
 	/* what it is, asked as the program too (a FUSE mount without allow_other answers no one
 	 * else, not even a stat of an open fd) */
 	struct statx stx;
 	struct statfs sf;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_SIZE | STATX_MNT_ID |
-		  STATX_MNT_ID_UNIQUE, &stx) < 0 || fstatfs(fd, &sf) < 0) {
+	if (statx(r, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_SIZE | STATX_MNT_ID |
+		  STATX_MNT_ID_UNIQUE, &stx) < 0 || fstatfs(r, &sf) < 0) {
 		out->res = -errno;
 		return;
 	}
@@ -257,12 +411,13 @@ static void open_as(void *arg, struct dirahead_call_out *out)
 	out->vals[5] = stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE) ? stx.stx_mnt_id : 0;
 }
 
-/* a's open as c: an fd (vals filled when a->ev is NULL), or -errno.  The calling thread has the
- * daemon's own credentials again on return. */
-static int open_call(const struct dirahead_cred *c, const struct open_as *a, uint64_t *vals)
+/* fn's fd as c (vals copied when asked), or -errno.  The calling thread has the daemon's own
+ * credentials again on return. */
+static int call_for_fd(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
+		       uint64_t *vals)
 {
 	struct dirahead_call_out out;
-	int r = dirahead_cred_call(c, open_as, (void *)a, &out);
+	int r = dirahead_cred_call(c, fn, arg, &out);
 	dirahead_cred_apply(NULL);
 	if (r < 0 || out.res < 0 || out.nfds != 1) {
 		dirahead_call_close(&out);
@@ -273,33 +428,42 @@ static int open_call(const struct dirahead_cred *c, const struct open_as *a, uin
 	return out.fds[0];
 }
 
-/* Resolve `path` as the process would: relative to its cwd, or absolute within its root, with
- * its credentials.  Resolution is confined to the process's root (RESOLVE_IN_ROOT) and refuses
- * magic links, so a crafted path cannot make the daemon open something outside what the process
- * itself sees, and every component is searched with the process's rights (a path swapped to
- * somewhere it may not go fails as it would for the process). */
-static int open_path(int task, const char *path, const struct dirahead_event *ev,
+/*
+ * Resolve the process's `path` as the kernel resolves it for the process (root_path(), then
+ * from its root), then check what was found, as the program: the directory BPF saw (ev with
+ * dev and inode) or, for a run by path (by_name), the directory holding the file the program's
+ * stat returned (same_name()); and open it for reading.  So a crafted or swapped path never
+ * makes the daemon open, list or prefetch anything outside what the program itself sees, or
+ * anything else than what the program stat'ed.  -EXDEV: a cwd outside the root; -ESTALE:
+ * something else was found.  vals (by procdir_resolve): what it is.
+ */
+static int open_path(int task, const char *path, const struct dirahead_event *ev, bool by_name,
 		     const struct dirahead_cred *c, uint64_t *vals)
 {
-	const char *base = "cwd";
-	struct open_as a = { .how = { .flags = DIR_FLAGS, .resolve = RESOLVE_NO_MAGICLINKS },
-			     .ev = ev };
+	char rel[PATH_MAX + DIRAHEAD_PATH_LEN];
+	int r;
 
-	if (path[0] == '/') {
-		base = "root";
-		a.how.resolve |= RESOLVE_IN_ROOT;
-		while (*path == '/')
-			path++;
-		if (!*path)
-			path = ".";
-	}
-	a.path = path;
-	a.base = openat(task, base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (a.base < 0)
+	if ((r = root_path(task, path, rel, sizeof(rel))) < 0)
+		return r;
+	struct path_as a = { .task = task, .rel = rel, .ev = ev, .by_name = by_name,
+			     .want_id = vals != NULL };
+	/* the root link followed as the daemon (another process's links need CAP_SYS_PTRACE) */
+	a.root = openat(task, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (a.root < 0)
 		return -errno;
-	int r = open_call(c, &a, vals);
-	close(a.base);
+	r = call_for_fd(c, path_as, &a, vals);
+	close(a.root);
 	return r;
+}
+
+/* Reopens a checked O_PATH fd as the program, in fds[0]. */
+static void link_as(void *arg, struct dirahead_call_out *out)
+{
+	const struct path_as *a = arg;
+	int fd = reopen(a->root, a->ev);
+	out->res = fd < 0 ? fd : 0;
+	if (fd >= 0)
+		out->fds[out->nfds++] = fd;
 }
 
 /* The fd or cwd link of the process, followed as the daemon (another process's links need
@@ -307,12 +471,12 @@ static int open_path(int task, const char *path, const struct dirahead_event *ev
 static int open_link(int task, const char *what, const struct dirahead_event *ev,
 		     const struct dirahead_cred *c)
 {
-	struct open_as a = { .ev = ev };
-	a.base = openat(task, what, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (a.base < 0)
+	struct path_as a = { .task = task, .ev = ev };
+	a.root = openat(task, what, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (a.root < 0)
 		return -errno;
-	int r = open_call(c, &a, NULL);
-	close(a.base);
+	int r = call_for_fd(c, link_as, &a, NULL);
+	close(a.root);
 	return r;
 }
 
@@ -369,7 +533,7 @@ int procdir_open(const struct dirahead_event *ev)
 		char path[DIRAHEAD_PATH_LEN];
 		memcpy(path, ev->path, sizeof(path));
 		path[sizeof(path) - 1] = '\0';
-		fd = open_path(task, path, ev, &c, NULL);
+		fd = open_path(task, path, ev, false, &c, NULL);
 		if (fd >= 0) {
 			r = fd;
 			goto out;
@@ -399,7 +563,7 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 	path[sizeof(path) - 1] = '\0';
 	fd = procdir_cred(ev, &c);
 	if (fd == 0)
-		fd = open_path(task, path, NULL, &c, v);
+		fd = open_path(task, path, ev, true, &c, v);
 	close(task);
 	if (fd < 0)
 		return fd == -ENOTDIR ? -ENOENT : fd;

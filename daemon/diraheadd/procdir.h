@@ -30,6 +30,8 @@ int procdir_open_pid(uint32_t pid, const char *what, int flags);
  * process's links are followed as the daemon; the directory is opened, and a path resolved, with
  * the program's credentials at the event (procdir_cred), so that nothing opens that the program
  * could not open.  The calling thread has the daemon's own credentials on return.
+ * A path is resolved as the kernel resolves it for the process: below its root, a relative one
+ * from its cwd, never above the root (-EXDEV if its cwd is outside its root).
  * Returns -ENOENT when nothing opened (process gone, directory gone), -ESTALE when something
  * opened but was another directory, other -errno otherwise (-EACCES: the program may not).
  */
@@ -51,8 +53,11 @@ struct procdir_id {
 
 /*
  * For a directory BPF knows by path only (a run of stats by path, DIRAHEAD_EVF_UNLISTED): opens
- * ev->path as the thread would (in its root, from its cwd) and reports what it found there (an
- * fd, or -errno; -ENOENT when the process or the directory is gone).
+ * ev->path as the thread would (in its root, from its cwd), checks that it holds, under
+ * ev->name, the file the program's own stat returned (DIRAHEAD_EVF_NAME_ID), and reports what
+ * it found there (an fd, or -errno; -ENOENT when the process or the directory is gone, -ESTALE
+ * when the directory there does not hold that file, -EXDEV when the thread's cwd is outside its
+ * root).
  */
 int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id);
 

@@ -815,6 +815,16 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 		drop_probing(s, ev, (enum da_skip_reason)why);
 }
 
+/* Why an opener's directory is not prefetched: what it found was another directory (for a run
+ * by path, resolve: one without the file the program stat'ed), a cwd outside the program's
+ * root, or it could not open it. */
+static enum da_skip_reason open_skip(int err, bool resolve)
+{
+	if (err == -ESTALE)
+		return resolve ? DA_SKIP_PATH_MISMATCH : DA_SKIP_MISMATCH;
+	return err == -EXDEV ? DA_SKIP_OUTSIDE_ROOT : DA_SKIP_OPEN_FAILED;
+}
+
 /* The directory of a run of stats by path is known (or could not be opened): admit it. */
 static void on_resolved(struct scan_mgr *m, const struct open_job *r)
 {
@@ -839,7 +849,7 @@ static void on_resolved(struct scan_mgr *m, const struct open_job *r)
 		if (p->ended)
 			m->st->skips[DA_SKIP_PROBE_ENDED]++;
 		else
-			skip(m, &ev, r->fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
+			skip(m, &ev, open_skip(r->fd, true));
 		free(p);
 		update_timer(m);
 		return;
@@ -884,7 +894,7 @@ static void opened(void *arg)
 	if (fd < 0) {
 		log_debug("scan of %s by pid %u: cannot open as uid %u gid %u: %s", s->path, s->tgid,
 			  s->cred.euid, s->cred.egid, strerror(-fd));
-		drop_opening(s, fd == -ESTALE ? DA_SKIP_MISMATCH : DA_SKIP_OPEN_FAILED);
+		drop_opening(s, open_skip(fd, false));
 		return;
 	}
 	char real[4096] = "";

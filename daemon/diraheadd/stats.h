@@ -41,7 +41,11 @@
 	X(USER_BUSY, "user_busy")      /* max_scans_per_user or _per_cgroup reached */            \
 	X(FS_HUNG, "fs_hung")          /* its filesystem's requests hang (the breaker is open) */  \
 	X(CRED, "credentials")         /* its credentials could not be taken whole (groups) */    \
-	X(OPENERS_USER, "openers_user")/* the user's share of the openers is in use (stuck) */
+	X(OPENERS_USER, "openers_user")/* the user's share of the openers is in use (stuck) */    \
+	X(PATH_MISMATCH, "path_mismatch") /* a run by path: the directory its path leads to now  \
+					   * does not hold the file the program's stat saw */      \
+	X(OUTSIDE_ROOT, "outside_root") /* a relative path of a program whose cwd is outside its \
+					 * root (a chroot without chdir) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
 #define DA_WALK_END_REASONS(X)                                                                     \

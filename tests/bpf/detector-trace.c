@@ -6,7 +6,8 @@
  *
  *   attached progs=ID,ID,...                     once, when the programs are attached
  *   SCAN|PROGRESS|END tgid= tid= comm= dev=MAJ:MIN ino= fd= ref= end= listed= stats= done=
- *       size= magic= scan= unlisted=0|1 name= [verify=...] path=...  (path last: may hold spaces)
+ *       size= magic= scan= unlisted=0|1 nameid=MAJ:MIN:INO[:follow]|none name= [verify=...]
+ *       path=...  (path last: may hold spaces; nameid: what the program's stat of name returned)
  *   COUNTERS listings= scans= stats_matched= events= events_lost=
  *   APPLAT count= sum_ns= slots=K:N,...          stat latency histogram: N stats took at most
  *                                                2^K ns (more than 2^(K-1)); empty slots left out
@@ -154,7 +155,7 @@ static void verify_refs(const struct dirahead_event *ev, char *out, size_t len)
 
 static int on_event(const struct dirahead_event *ev, void *ctx)
 {
-	char ref[32] = "", ver[96] = "";
+	char ref[32] = "", ver[96] = "", nameid[64] = "none";
 	char name[DIRAHEAD_NAME_LEN + 1], path[DIRAHEAD_PATH_LEN + 1], comm[DIRAHEAD_COMM_LEN + 1];
 
 	(void)ctx;
@@ -176,6 +177,10 @@ static int on_event(const struct dirahead_event *ev, void *ctx)
 		verify_refs(ev, v, sizeof(v));
 		snprintf(ver, sizeof(ver), " verify=%s", v);
 	}
+	if (ev->flags & DIRAHEAD_EVF_NAME_ID)
+		snprintf(nameid, sizeof(nameid), "%u:%u:%llu%s", ev->name_dev_major, ev->name_dev_minor,
+			 (unsigned long long)ev->name_ino,
+			 ev->flags & DIRAHEAD_EVF_NAME_FOLLOW ? ":follow" : "");
 	/* Before printing: whoever waits for the line may rely on the change being made. */
 	if (ev->type == DIRAHEAD_EV_SCAN && forget_on_scan)
 		detector_scan_forget(det, ev->scan_id);
@@ -184,12 +189,13 @@ static int on_event(const struct dirahead_event *ev, void *ctx)
 	if (ev->type == DIRAHEAD_EV_SCAN && forget_previous)
 		forget_prev(ev);
 	printf("%s tgid=%u tid=%u comm=%s dev=%u:%u ino=%llu fd=%d ref=%s end=%s listed=%llu "
-	       "stats=%llu done=%u size=%llu magic=0x%llx scan=%llx unlisted=%u name=%s%s path=%s\n",
+	       "stats=%llu done=%u size=%llu magic=0x%llx scan=%llx unlisted=%u nameid=%s name=%s%s "
+	       "path=%s\n",
 	       type_name(ev->type), ev->tgid, ev->tid, comm, ev->dev_major, ev->dev_minor,
 	       (unsigned long long)ev->ino, ev->fd, ref, end_name(ev->end_reason),
 	       (unsigned long long)ev->listed, (unsigned long long)ev->stats, ev->listing_done,
 	       (unsigned long long)ev->dir_size, (unsigned long long)ev->magic,
-	       (unsigned long long)ev->scan_id, !!(ev->flags & DIRAHEAD_EVF_UNLISTED), name, ver,
+	       (unsigned long long)ev->scan_id, !!(ev->flags & DIRAHEAD_EVF_UNLISTED), nameid, name, ver,
 	       path);
 	return 0;
 }
