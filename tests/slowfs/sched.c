@@ -10,6 +10,9 @@
 #include "slowfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -223,10 +226,28 @@ pid_t sf_sched_stalled_pid(void)
 	return t;
 }
 
-/* Held for a stall of its process (lock held): true if taken. */
+/* Whether process pid's parent is ppid (a process a client starts to make requests for it:
+ * the daemon's children that act with a user's ids in full). */
+static bool child_of(pid_t pid, pid_t ppid)
+{
+	char path[64], buf[1024], *p;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strstr(buf, "\nPPid:");
+	return p && (pid_t)strtol(p + 7, NULL, 10) == ppid;
+}
+
+/* Held for a stall of its process, or of a child of it (lock held): true if taken. */
 static bool hold(struct sf_reply *r)
 {
-	if (!stall_tgid || r->tgid != stall_tgid)
+	if (!stall_tgid || r->tgid <= 0 || (r->tgid != stall_tgid && !child_of(r->tgid, stall_tgid)))
 		return false;
 	if (held_len == held_cap) {
 		size_t cap = held_cap ? held_cap * 2 : 64;
