@@ -135,7 +135,8 @@ unsigned policy_probe_stats(const struct policy *p);
 unsigned policy_mute_ms(const struct policy *p);
 
 /* The daemon's CPU time spent over a stretch in which `entries` prefetches completed; `fs` is
- * the filesystem they all belong to, or NULL if several. */
+ * the filesystem they all belong to, or NULL if several.  The stretch counts by its entries
+ * (from 32 on), so one-off work in a short stretch moves the figure little. */
 void policy_account_cpu(struct policy *p, struct pol_fs *fs, uint64_t cpu_ns, uint64_t entries);
 /* A prefetch request on fs completed after latency_ns. */
 void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns);

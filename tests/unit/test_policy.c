@@ -373,14 +373,14 @@ static void test_reconfigure(void **state)
 		struct pol_fs *fs = policy_fs(p, 8, m, EXT4, T0 + m * SEC);
 		assert_false(judge_no_gain(p, fs, T0 + m * SEC));
 	}
-	policy_account_cpu(p, NULL, 64 * 3000, 64);
+	policy_account_cpu(p, NULL, 768 * 3000, 768); /* half the way from the prior */
 	struct da_config c = defaults();
 	c.start_factor = 2;
 	c.probe_stats = 32;
 	c.reprobe_s = 5;
 	policy_reconfigure(p, &c);
 	assert_int_equal(policy_probe_stats(p), 32);
-	assert_float_equal(policy_entry_cost_ns(p), 3000, 1e-6); /* the measurement stays */
+	assert_float_equal(policy_entry_cost_ns(p), 6500, 1e-6); /* the measurement stays */
 	assert_int_equal(list(p).n, 5);
 	struct pol_fs *fs = policy_fs(p, 8, 3, EXT4, T0 + 10 * SEC);
 	assert_int_equal(fs->verdict, POL_NO_GAIN);
@@ -485,7 +485,8 @@ static void test_cost_between(void **state)
 }
 
 /* The daemon's CPU per entry: from 32 entries on, bounded to [0.5 us, 1 ms], per filesystem and
- * overall; the start rule's threshold follows the filesystem's own measurement. */
+ * overall, each stretch of n entries moving the figure n / (n + 768) of the way from the prior
+ * (10 us); the start rule's threshold follows the filesystem's own measurement. */
 static void test_account_cpu(void **state)
 {
 	struct policy *p = *state;
@@ -495,23 +496,45 @@ static void test_account_cpu(void **state)
 	policy_account_cpu(p, fs, 31ull * 1000000, 31);
 	assert_float_equal(policy_entry_cost_ns(p), 10000, 1e-6); /* too few entries */
 	assert_float_equal(fs->cost_ns, 0, 1e-9);
-	policy_account_cpu(p, fs, 32 * 450, 32); /* 450 ns: below a syscall */
-	assert_float_equal(fs->cost_ns, 500, 1e-6);
-	assert_float_equal(policy_entry_cost_ns(p), 500, 1e-6);
-	assert_float_equal(policy_threshold_ns(p, fs), 2000, 1e-6);
+	policy_account_cpu(p, fs, 768 * 450, 768); /* 450 ns: below a syscall; half the way */
+	assert_float_equal(fs->cost_ns, 10000 - 0.5 * (10000 - 500), 1e-6);
+	assert_float_equal(policy_entry_cost_ns(p), 5250, 1e-6);
+	policy_account_cpu(p, fs, 2304 * 500, 2304); /* three quarters of the way */
+	assert_float_equal(fs->cost_ns, 5250 - 0.75 * (5250 - 500), 1e-6);
+	assert_float_equal(policy_threshold_ns(p, fs), 4 * 1687.5, 1e-6);
 	assert_float_equal(policy_threshold_ns(p, other), 40000, 1e-6); /* unmeasured: the prior, not another filesystem's figure */
 	assert_int_equal(policy_after_probe(p, fs, &c, T0), POL_START);
 	struct pol_cost quick = gap(1500);
 	assert_int_equal(policy_after_probe(p, fs, &quick, T0), POL_SKIP_FAST);
 	/* several filesystems (fs NULL): only the overall figure moves; 1.5 ms an entry is capped */
-	policy_account_cpu(p, NULL, 32 * 1500000, 32);
-	assert_float_equal(policy_entry_cost_ns(p), 500 + 0.25 * (1e6 - 500), 1e-6);
-	assert_float_equal(fs->cost_ns, 500, 1e-6);
-	assert_float_equal(policy_threshold_ns(p, fs), 2000, 1e-6); /* its own figure first */
+	policy_account_cpu(p, NULL, 768 * 1500000ull, 768);
+	assert_float_equal(policy_entry_cost_ns(p), 1687.5 + 0.5 * (1e6 - 1687.5), 1e-6);
+	assert_float_equal(fs->cost_ns, 1687.5, 1e-6);
+	assert_float_equal(policy_threshold_ns(p, fs), 4 * 1687.5, 1e-6); /* its own figure first */
 	assert_float_equal(policy_threshold_ns(p, other), 40000, 1e-6); /* still the prior */
-	policy_account_cpu(p, other, 64 * 4000, 64);
-	assert_float_equal(policy_threshold_ns(p, other), 16000, 1e-6); /* now its own */
-	assert_float_equal(other->cost_ns, 4000, 1e-6);
+	policy_account_cpu(p, other, 768 * 4000, 768);
+	assert_float_equal(other->cost_ns, 7000, 1e-6);
+	assert_float_equal(policy_threshold_ns(p, other), 28000, 1e-6); /* now its own */
+}
+
+/* One-off CPU in a short stretch must not make a filesystem look expensive: reading and
+ * inode-sorting a 12,000-entry directory lands in the first stretch the timer closes, which may
+ * hold only 32 entries (1 ms an entry, capped), then the scan goes on at 25 us an entry (FUSE,
+ * measured).  A FUSE stat of 290 us is still prefetched (prefetch-order.sh's `du -s`).  The
+ * stretch taken whole as the first figure left 573 us after two more stretches: threshold
+ * 2.3 ms, and the probe said "fast". */
+static void test_account_cpu_one_off(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs_mount(p, 0, 40, FUSE, 7, T0);
+	policy_account_cpu(p, fs, 32 * 1000000ull, 32);
+	assert_true(fs->cost_ns < 2 * 25000); /* 4% of the way: 49.6 us */
+	policy_account_cpu(p, fs, 1583 * 25000ull, 1583);
+	policy_account_cpu(p, fs, 5735 * 25000ull, 5735);
+	assert_true(fs->cost_ns < 1.1 * 25000); /* 25.9 us */
+	assert_true(policy_entry_cost_ns(p) < 1.1 * 25000);
+	struct pol_cost c = gap(290000);
+	assert_int_equal(policy_after_probe(p, fs, &c, T0), POL_START);
 }
 
 /* A probe's rate overstated by one-off work after the listing (warm xfs `find -ls`: 17 us apart,
@@ -612,6 +635,7 @@ int main(void)
 		T(test_sample_of),
 		T(test_cost_between),
 		T(test_account_cpu),
+		T(test_account_cpu_one_off),
 		T(test_judge_timed_before),
 		T(test_list_fast),
 		T(test_list_judge),
