@@ -182,10 +182,11 @@ $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
 
-# statnames runs in a chroot that holds nothing else: static, and nothing of ours linked in.
+# statnames runs in a chroot that holds nothing else: static, and nothing of ours linked in
+# (nor the sanitizers, which cannot link statically).
 $(BUILD)/tests/tools/statnames: tests/tools/statnames.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -static -o $@ $<
+	$(CC) $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -static -o $@ $<
 
 tests: $(UNIT_BINS) $(TOOL_BINS)
 .PHONY: tests
