@@ -42,20 +42,6 @@ struct arm {
 	uint64_t sig[ARM_SIG_MAX];
 };
 
-enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered)
-{
-	if (filtered)
-		return ARM_SIG_IGNORED_FILTER;
-	if (verdict != POL_ARM_YES)
-		return ARM_SIG_IGNORED_VERDICT;
-	return armed ? ARM_SIG_KEPT : ARM_SIG_ARMED;
-}
-
-bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_ns, unsigned live)
-{
-	return !live && now_ns >= last_ns && now_ns - last_ns >= quiet_ns;
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;

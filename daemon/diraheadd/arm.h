@@ -44,11 +44,23 @@ struct arm_stats {
 	uint64_t lost;          /* signals lost: its ring buffer was full */
 };
 
-/* Pure decisions.  A signal: armed already, the filesystem's verdict (POL_ARM_YES when not
- * known), whether filters exclude it. */
-enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered);
-/* Disarm now?  No signal that armed or kept since quiet_ns, and no scan or walk running. */
-bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_ns, unsigned live);
+/* Pure decisions (tests/unit/test_arm.c).  A signal: armed already, the filesystem's verdict
+ * (POL_ARM_YES when not known), whether filters exclude it. */
+static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered)
+{
+	if (filtered)
+		return ARM_SIG_IGNORED_FILTER;
+	if (verdict != POL_ARM_YES)
+		return ARM_SIG_IGNORED_VERDICT;
+	return armed ? ARM_SIG_KEPT : ARM_SIG_ARMED;
+}
+
+/* Disarm now?  No signal that armed or kept for quiet_ns since last_ns, and no scan or walk
+ * running (live). */
+static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_ns, unsigned live)
+{
+	return !live && now_ns >= last_ns && now_ns - last_ns >= quiet_ns;
+}
 
 /* Opens the sentinel and applies [detect] arm; without a sentinel (an old kernel) it arms
  * always, with a warning.  NULL only on out of memory / event loop errors (err filled). */
