@@ -222,8 +222,8 @@ run: deps
 
 # make bench [QUICK=1]: tests/bench/bench.py.  A full run writes tests/bench/results/latest.*
 # (committed); QUICK=1 writes $(BUILD)/bench/ so it never overwrites them.
-BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop
-$(BUILD)/tests/bench/fstatat-loop: tests/bench/fstatat-loop.c
+BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop $(BUILD)/tests/bench/pingpong
+$(BUILD)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 bench: EXTRA_DEB_DEPS = $(BENCH_DEB_DEPS)

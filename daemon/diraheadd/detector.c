@@ -179,6 +179,8 @@ struct detector *detector_open(const struct dirahead_bpf_config *cfg, detector_e
 		bpf_map__set_max_entries(d->skel->maps.scans, table_scans);
 	/* both syscall hooks come and go (detector_syscalls(), detector_stat_timing()) */
 	bpf_program__set_autoattach(d->skel->progs.dirahead_sys_exit, syscalls_at_open);
+	if (!syscalls_at_open)
+		bpf_program__set_autoattach(d->skel->progs.dirahead_sys_enter, false);
 	rc = detector_bpf__load(d->skel);
 	if (rc) {
 		explain_load_error(rc, err, errlen);
