@@ -31,7 +31,7 @@ ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # conf KEY=VALUE...: write the daemon's config file atomically ([prefetch] and [daemon] keys).
 conf() {
 	{
-		printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[daemon]\n'
+		printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\narm = always\n[daemon]\n'
 		local kv
 		for kv; do [[ $kv == dry_run=* ]] && printf '%s\n' "${kv/=/ = }"; done
 		printf '[prefetch]\n'
