@@ -159,6 +159,9 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/l
 # The cost model is pure bookkeeping: its unit test links policy.o alone.
 $(BUILD)/tests/unit/test_policy: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
+# Arming's decisions (arm.h) and the verdicts they read.
+$(BUILD)/tests/unit/test_arm: $(BUILD)/daemon/diraheadd/policy.o
+$(BUILD)/tests/unit/test_arm: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/unit/test_order: $(BUILD)/daemon/diraheadd/order.o
 $(BUILD)/tests/unit/test_order: CFLAGS += -Idaemon/diraheadd
 # Log escaping is a pure function too (log.o needs only libsystemd).
@@ -264,8 +267,8 @@ run: deps
 
 # make bench [QUICK=1]: tests/bench/bench.py.  A full run writes tests/bench/results/latest.*
 # (committed); QUICK=1 writes $(BUILD)/bench/ so it never overwrites them.
-BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop
-$(BUILD)/tests/bench/fstatat-loop: tests/bench/fstatat-loop.c
+BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop $(BUILD)/tests/bench/pingpong
+$(BUILD)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 bench: EXTRA_DEB_DEPS = $(BENCH_DEB_DEPS)

@@ -128,6 +128,15 @@ int cmd_status(int argc, char **argv)
 		       en && json_object_get_boolean(en) ? "enabled" : "disabled",
 		       json_object_get_string(eng), json_object_get_string(act),
 		       json_object_get_double(up));
+		json_object *mode = NULL, *armed = NULL, *arms = NULL, *secs = NULL;
+		if (json_object_object_get_ex(j, "arm_mode", &mode) &&
+		    json_object_object_get_ex(j, "armed", &armed) &&
+		    json_object_object_get_ex(j, "arms", &arms) &&
+		    json_object_object_get_ex(j, "armed_seconds", &secs))
+			printf("syscall hooks %s (arm = %s): %s arms, %.1f s armed\n",
+			       json_object_get_int64(armed) ? "attached" : "detached",
+			       json_object_get_string(mode), json_object_get_string(arms),
+			       json_object_get_double(secs));
 	}
 	json_object_put(j);
 	free(reply);

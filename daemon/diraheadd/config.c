@@ -25,6 +25,8 @@ void da_config_defaults(struct da_config *c)
 		.confirm_stats = 2,
 		.unlisted_stats = 8,
 		.table_share_per_user = 25, /* four users' idle listings fill the tables, not one's */
+		.arm_always = false,   /* on-block: nothing on the syscall path while caches are warm */
+		.quiet_s = 5,
 		.window_start = 8,     /* Lustre statahead_min */
 		.window_max = 1024,    /* above Lustre's 128: one stat is one round trip here, no batching */
 		.max_scans = 16,       /* Lustre statahead_running_max */
@@ -205,6 +207,7 @@ struct uint_key {
 static const struct uint_key uint_keys[] = {
 	U("detect", "confirm_stats", confirm_stats, 1, 1000),
 	U("detect", "table_share_per_user", table_share_per_user, 0, 100),
+	U("detect", "quiet_s", quiet_s, 1, 3600),
 	U("prefetch", "window_start", window_start, 1, 1u << 20),
 	U("prefetch", "window_max", window_max, 1, 1u << 20),
 	U("prefetch", "max_scans", max_scans, 1, 4096),
@@ -289,6 +292,15 @@ static int handler(void *user, const char *section, const char *name, const char
 			return set_str(&c->proc_path, value);
 		}
 	} else if (!strcmp(section, "detect")) {
+		if (!strcmp(name, "arm")) {
+			if (!strcmp(value, "on-block"))
+				c->arm_always = false;
+			else if (!strcmp(value, "always"))
+				c->arm_always = true;
+			else
+				return ERR("[detect] arm: '%s' is not on-block or always", value);
+			return 1;
+		}
 		if (!strcmp(name, "unlisted_stats")) {
 			/* BPF counts distinct names by bits of a 64-bit set: a few dozen at most */
 			if (!parse_uint(value, 0, 32, &u) || u == 1)

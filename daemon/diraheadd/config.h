@@ -32,6 +32,9 @@ struct da_config {
 	unsigned unlisted_stats;    /* distinct names of an unlisted directory stat'ed in a row
 				     * before that counts as a scan; 0: never */
 	unsigned table_share_per_user; /* percent of the detector's tables one uid may hold; 0: all */
+	bool arm_always;            /* [detect] arm = always: syscall hooks attached all the time;
+				     * on-block (false): only while metadata calls block (arm.h) */
+	unsigned quiet_s;           /* [detect] quiet_s: detached after this long without one */
 	unsigned window_start;      /* entries prefetched ahead of the application at first */
 	unsigned window_max;        /* the window doubles on hits up to this */
 	unsigned max_scans;         /* concurrent scans, all processes together */

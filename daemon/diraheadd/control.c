@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arm.h"
 #include "ctlproto.h"
 #include "daemon.h"
 #include "detector.h"
@@ -75,6 +76,42 @@ static void add_fs(const struct pol_fs *f, void *ctx)
 	json_object_object_add(o, "list_us_ahead", json_object_new_double(f->list.ahead_ns / 1e3));
 	json_object_object_add(o, "list_us_own", json_object_new_double(f->list.own_ns / 1e3));
 	json_object_object_add((json_object *)ctx, key, o);
+}
+
+/* Arming (arm.h): the mode, armed now, and with all, what became of the sentinel's signals. */
+static void add_arm(json_object *o, struct daemon *d, bool all)
+{
+	struct arm_stats a;
+	if (!d->arm)
+		return;
+	arm_get_stats(d->arm, &a);
+	json_object_object_add(o, "arm_mode", json_object_new_string(a.on_block ? "on-block" : "always"));
+	json_object_object_add(o, "armed", json_object_new_uint64(a.armed));
+	json_object_object_add(o, "arms", json_object_new_uint64(a.arms));
+	json_object_object_add(o, "armed_seconds", json_object_new_double(a.armed_s));
+	if (!all)
+		return;
+	json_object_object_add(o, "disarms", json_object_new_uint64(a.disarms));
+	json_object *sig = json_object_new_object();
+	for (int i = 0; i < ARM_SIG_MAX; i++)
+		json_object_object_add(sig, arm_signal_names[i], json_object_new_uint64(a.signals[i]));
+	json_object_object_add(sig, "rate_limited", json_object_new_uint64(a.rate_limited));
+	json_object_object_add(sig, "lost", json_object_new_uint64(a.lost));
+	json_object_object_add(o, "sentinel_signals", sig);
+	json_object_object_add(o, "sentinel_blocked", json_object_new_uint64(a.blocked));
+	/* what arming saves, and what the sentinel costs (with kernel.bpf_stats_enabled=1) */
+	struct detector_prog_stat ps[32];
+	int n = detector_prog_stats(d->det, ps, 32);
+	for (int i = 0; i < n && i < 32; i++)
+		if (!strcmp(ps[i].name, "dirahead_sys_exit"))
+			json_object_object_add(o, "sys_exit_runs", json_object_new_uint64(ps[i].run_cnt));
+	uint32_t id;
+	uint64_t cnt, ns;
+	bool att;
+	if (arm_sentinel_prog(d->arm, &id, &cnt, &ns, &att)) {
+		json_object_object_add(o, "sentinel_runs", json_object_new_uint64(cnt));
+		json_object_object_add(o, "sentinel_run_ns", json_object_new_uint64(ns));
+	}
 }
 
 static json_object *jstats(struct daemon *d)
@@ -141,6 +178,7 @@ static json_object *jstats(struct daemon *d)
 			       json_object_new_double(s->judged ? s->judged_after_s * 1e6 / (double)s->judged : 0));
 	json_object_object_add(o, "entry_cost_us",
 			       json_object_new_double(policy_entry_cost_ns(scan_mgr_policy(d->mgr)) / 1e3));
+	add_arm(o, d, true);
 	json_object *fss = json_object_new_object();
 	policy_foreach(scan_mgr_policy(d->mgr), add_fs, fss);
 	json_object_object_add(o, "filesystems", fss);
@@ -174,6 +212,7 @@ char *control_status_json(struct daemon *d)
 	json_object_object_add(o, "active_scans", json_object_new_uint64(scan_mgr_active(d->mgr)));
 	json_object_object_add(o, "scans_confirmed", json_object_new_uint64(d->stats.scans_confirmed));
 	json_object_object_add(o, "entries_prefetched", json_object_new_uint64(d->stats.entries_prefetched));
+	add_arm(o, d, false);
 	return to_string(o);
 }
 

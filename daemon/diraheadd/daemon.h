@@ -12,6 +12,7 @@ struct detector;
 struct scan_mgr;
 struct control;
 struct httpd;
+struct arm;
 
 struct daemon {
 	sd_event *loop;
@@ -20,6 +21,7 @@ struct daemon {
 	struct detector *det;
 	struct scan_mgr *mgr;
 	struct control *ctl;
+	struct arm *arm;             /* arms the detector's syscall hooks on blocked calls (arm.h) */
 	struct httpd *http;          /* the metrics endpoint; NULL when [metrics] address is empty */
 	struct da_stats stats;
 	sd_event_source *timing_src; /* detaches the stat timing program once scans stop coming */

@@ -32,6 +32,12 @@ struct detector {
 
 static bool libbpf_verbose;
 static uint32_t table_procs, table_scans;	/* 0: the sizes bpf/detector.bpf.c declares */
+static bool syscalls_at_open = true;
+
+void detector_set_syscalls_at_open(bool on)
+{
+	syscalls_at_open = on;
+}
 
 void detector_set_table_sizes(uint32_t procs, uint32_t scans)
 {
@@ -171,6 +177,10 @@ struct detector *detector_open(const struct dirahead_bpf_config *cfg, detector_e
 		bpf_map__set_max_entries(d->skel->maps.procs, table_procs);
 	if (table_scans)
 		bpf_map__set_max_entries(d->skel->maps.scans, table_scans);
+	/* both syscall hooks come and go (detector_syscalls(), detector_stat_timing()) */
+	bpf_program__set_autoattach(d->skel->progs.dirahead_sys_exit, syscalls_at_open);
+	if (!syscalls_at_open)
+		bpf_program__set_autoattach(d->skel->progs.dirahead_sys_enter, false);
 	rc = detector_bpf__load(d->skel);
 	if (rc) {
 		explain_load_error(rc, err, errlen);
@@ -385,10 +395,34 @@ int detector_app_lat(struct detector *d, struct detector_app_lat *out)
 	return 0;
 }
 
+int detector_syscalls(struct detector *d, bool on)
+{
+	struct bpf_link **link = &d->skel->links.dirahead_sys_exit;
+
+	if (on == (*link != NULL))
+		return 0;
+	if (!on) {
+		int r = detector_stat_timing(d, false);
+
+		bpf_link__destroy(*link);
+		*link = NULL;
+		return r;
+	}
+	*link = bpf_program__attach(d->skel->progs.dirahead_sys_exit);
+	return *link ? 0 : -errno;
+}
+
+bool detector_syscalls_on(const struct detector *d)
+{
+	return d->skel->links.dirahead_sys_exit != NULL;
+}
+
 int detector_stat_timing(struct detector *d, bool on)
 {
 	struct bpf_link **link = &d->skel->links.dirahead_sys_enter;
 
+	if (on && !detector_syscalls_on(d))
+		return 0;	/* nothing to time without the exit hook: not before it is armed */
 	if (on == (*link != NULL))
 		return 0;
 	if (!on) {
@@ -421,9 +455,11 @@ int detector_prog_stats(struct detector *d, struct detector_prog_stat *out, int 
 			memset(&info, 0, sizeof(info));
 			memset(&out[n], 0, sizeof(out[n]));
 			out[n].name = bpf_program__name(prog);
-			/* the skeleton attached them all; only sys_enter comes and goes */
-			out[n].attached = prog != d->skel->progs.dirahead_sys_enter ||
-					  detector_stat_timing_on(d);
+			/* the skeleton attached the others; the syscall hooks come and go */
+			out[n].attached = prog == d->skel->progs.dirahead_sys_enter ?
+					  detector_stat_timing_on(d) :
+					  prog == d->skel->progs.dirahead_sys_exit ?
+					  detector_syscalls_on(d) : true;
 			if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
 				out[n].id = info.id;
 				out[n].run_cnt = info.run_cnt;

@@ -89,6 +89,19 @@ int detector_app_lat(struct detector *d, struct detector_app_lat *out);
  * attaches it.  0 or -errno.
  */
 int detector_stat_timing(struct detector *d, bool on);
+/*
+ * Before detector_open(): attach the sys_exit program at open (the default), or leave it
+ * detached until detector_syscalls(d, true) (the daemon arms on blocked calls, arm.h).
+ */
+void detector_set_syscalls_at_open(bool on);
+/*
+ * Attach or detach the syscall hooks: sys_exit, which all detection hangs on, and with it off,
+ * the stat timing sys_enter too (detector_stat_timing() attaches nothing while it is off).
+ * While either is attached every syscall of the machine takes the tracepoint slow path.
+ * The exit, exec and sched programs stay.  0 or -errno.
+ */
+int detector_syscalls(struct detector *d, bool on);
+bool detector_syscalls_on(const struct detector *d);
 bool detector_stat_timing_on(const struct detector *d);
 /*
  * Fills up to max entries; returns the number of programs.  Run times are counted only while

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arm.h"
 #include "config.h"
 #include "control.h"
 #include "daemon.h"
@@ -163,10 +164,13 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 			detector_stat_timing(d->det, false); /* the programs return at once now */
 		scan_mgr_reconfigure(d->mgr, &nc);
 		log_set_level(nc.log_level);
+		bool arm_changed = nc.arm_always != d->cfg.arm_always || nc.enabled != d->cfg.enabled;
 		if (!nc.log_summary_s)
 			sd_event_source_set_enabled(d->summary_src, SD_EVENT_OFF);
 		da_config_free(&d->cfg);
 		d->cfg = nc;
+		if (arm_changed)
+			arm_reconfigure(d->arm);
 		d->stats.reloads_ok++;
 		log_notice("configuration reloaded from %s%s", d->config_path, missing ? " (missing: defaults)" : "");
 	} else {
@@ -414,6 +418,8 @@ int main(int argc, char **argv)
 
 	struct dirahead_bpf_config bc;
 	bpf_config(&d.cfg, &bc);
+	/* on-block: the syscall hooks wait for the sentinel (arm.h) */
+	detector_set_syscalls_at_open(d.cfg.arm_always);
 	d.det = detector_open(&bc, on_detector_event, &d, verbose, err, sizeof(err));
 	if (!d.det) {
 		log_err("cannot attach the BPF detector: %s", err);
@@ -433,6 +439,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sd_event_source_set_enabled(d.timing_src, SD_EVENT_OFF);
+	d.arm = arm_new(&d, err, sizeof(err));
+	if (!d.arm) {
+		log_err("%s", err);
+		goto out;
+	}
 	d.ctl = control_new(&d, err, sizeof(err));
 	if (!d.ctl) {
 		log_err("%s", err);
@@ -467,6 +478,7 @@ out:
 	httpd_free(d.http);
 	sd_event_source_disable_unref(d.summary_src);
 	control_free(d.ctl);
+	arm_free(d.arm);
 	scan_mgr_free(d.mgr);
 	sd_event_source_disable_unref(d.timing_src);
 	detector_close(d.det);

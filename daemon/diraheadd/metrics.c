@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "arm.h"
 #include "daemon.h"
 #include "detector.h"
 #include "fsmagic.h"
@@ -250,15 +251,44 @@ char *metrics_text(struct daemon *d)
 	one(f, "dirahead_active_scans", "gauge", "Scans being prefetched now.", scan_mgr_active(d->mgr));
 	one(f, "dirahead_requests_in_flight", "gauge", "Prefetch requests in flight now.", scan_mgr_inflight(d->mgr));
 
-	struct detector_prog_stat ps[32];
+	if (d->arm) {
+		struct arm_stats a;
+		arm_get_stats(d->arm, &a);
+		one(f, "dirahead_armed", "gauge",
+		    "1 while the detector's syscall hooks are attached (on-block: while metadata calls block).",
+		    a.armed);
+		one(f, "dirahead_arms_total", "counter",
+		    "Times a blocked metadata call attached the detector's syscall hooks.", a.arms);
+		head(f, "dirahead_armed_seconds_total", "counter",
+		     "Time the detector's syscall hooks were attached (every syscall of the machine pays then).");
+		fprintf(f, "dirahead_armed_seconds_total %.3f\n", a.armed_s);
+		head(f, "dirahead_sentinel_signals_total", "counter",
+		     "Blocked metadata calls the sentinel reported, by what became of them (rate_limited: not sent, the process had reported lately).");
+		for (int i = 0; i < ARM_SIG_MAX; i++)
+			fprintf(f, "dirahead_sentinel_signals_total{reason=\"%s\"} %llu\n", arm_signal_names[i],
+				(unsigned long long)a.signals[i]);
+		fprintf(f, "dirahead_sentinel_signals_total{reason=\"rate_limited\"} %llu\n",
+			(unsigned long long)a.rate_limited);
+		fprintf(f, "dirahead_sentinel_signals_total{reason=\"lost\"} %llu\n", (unsigned long long)a.lost);
+	}
+
+	struct detector_prog_stat ps[33];
 	int n = detector_prog_stats(d->det, ps, 32);
 	if (n > 32)
 		n = 32;
+	uint32_t sid;
+	bool sattached;
+	if (arm_sentinel_prog(d->arm, &sid, &ps[n].run_cnt, &ps[n].run_time_ns, &sattached)) {
+		ps[n].name = "dirahead_sentinel";
+		ps[n].id = sid;
+		ps[n].attached = sattached;
+		n++;
+	}
 	int attached = 0;
 	for (int i = 0; i < n; i++)
 		attached += ps[i].attached;
 	head(f, "dirahead_bpf_programs_attached", "gauge",
-	     "BPF programs attached (the stat timing one only while scans happen).");
+	     "BPF programs attached (the syscall hooks only while armed, stat timing only while scans happen).");
 	fprintf(f, "dirahead_bpf_programs_attached %d\n", attached);
 	head(f, "dirahead_bpf_program_runs_total", "counter",
 	     "Runs of each BPF program (needs kernel.bpf_stats_enabled=1).");

@@ -472,3 +472,24 @@ void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *),
 	}
 	free(done);
 }
+
+enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+				uint64_t magic, uint64_t now)
+{
+	if (!p->cfg.policy_enabled)
+		return POL_ARM_YES;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct pol_fs *f = &p->fs[i];
+		if (f->dev_major != dev_major || f->dev_minor != dev_minor || f->magic != magic)
+			continue;
+		/* the same rules as policy_on_scan(), as far as they go without the scan's cost */
+		if (policy_hung(f, now))
+			return POL_ARM_HUNG;
+		if (f->verdict == POL_NO_GAIN && now < f->reprobe_ns)
+			return POL_ARM_NO_GAIN;
+		if (f->verdict == POL_FAST && now - f->verdict_ns < FAST_TRUST_NS)
+			return POL_ARM_FAST;
+		return POL_ARM_YES;
+	}
+	return POL_ARM_YES; /* never seen: find out */
+}

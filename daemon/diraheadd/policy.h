@@ -178,6 +178,16 @@ bool policy_hung(const struct pol_fs *fs, uint64_t now);
 void policy_check_hung(struct policy *p, uint64_t now, void (*opened)(struct pol_fs *, void *),
 		       void *ctx);
 
+/*
+ * Arming (arm.h): may a metadata call that blocked on this filesystem attach the detector's
+ * syscall hooks?  Not while its verdict says prefetch would not be started there (no_gain before
+ * its re-probe, fast while trusted) nor while its breaker is open; a filesystem never seen, or
+ * one due for a re-probe, yes.  Looks up by device and magic (any mount); creates nothing.
+ */
+enum pol_arm { POL_ARM_YES, POL_ARM_FAST, POL_ARM_NO_GAIN, POL_ARM_HUNG };
+enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+				uint64_t magic, uint64_t now);
+
 /* Every remembered filesystem, most recently used first. */
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);
 /* The measured CPU per prefetched entry (all filesystems), or the configured prior. */

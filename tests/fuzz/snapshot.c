@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arm.h"
 #include "detector.h"
 #include "fsmagic.h"
 #include "policy.h"
@@ -123,4 +124,20 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	strncpy(err, "/etc/dirahead/dirahead.conf:1: stand-in reload", errlen - 1);
 	err[errlen - 1] = '\0';
 	return -1;
+}
+
+/* Arming (arm.c needs the sentinel's BPF object): disarmed, never armed. */
+#define X_NAME(id, name) name,
+const char *const arm_signal_names[ARM_SIG_MAX] = { ARM_SIGNALS(X_NAME) };
+#undef X_NAME
+void arm_get_stats(struct arm *a, struct arm_stats *out)
+{
+	(void)a;
+	memset(out, 0, sizeof(*out));
+}
+bool arm_sentinel_prog(struct arm *a, uint32_t *id, uint64_t *run_cnt, uint64_t *run_time_ns,
+		       bool *attached)
+{
+	(void)a, (void)id, (void)run_cnt, (void)run_time_ns, (void)attached;
+	return false;
 }

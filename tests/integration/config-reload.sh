@@ -39,7 +39,7 @@ ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # conf KEY=VALUE...: write the daemon's config file atomically ([prefetch] and [daemon] keys).
 conf() {
 	{
-		printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\npath_include = %s\n[daemon]\n' "$T/mnt"
+		printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\npath_include = %s\n[detect]\narm = always\n[daemon]\n' "$T/mnt"
 		local kv
 		for kv; do [[ $kv == dry_run=* ]] && printf '%s\n' "${kv/=/ = }"; done
 		printf '[policy]\nenabled = no\n[prefetch]\nidle_timeout_ms = 120000\n'

@@ -35,7 +35,7 @@ with os.scandir(d) as it:           # one getdents of d: a new listing
     for x in names[-2:]:
         os.lstat(os.path.join(d, x))    # cached: a new scan of d, a few ms later
 EOF
-printf '[metrics]\naddress =\n[policy]\nenabled = no\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[policy]\nenabled = no\n[detect]\narm = always\n' >"$DAEMON_CONF"
 daemon_start
 dup0=$(daemon_stat skips.duplicate)
 "$PY" "$T/rescan.py" "$T/mnt/d" "$T/mnt/e" &
@@ -71,7 +71,7 @@ for d in sorted(os.listdir(top)):
     for x in sorted(os.listdir(p)):
         os.stat(os.path.join(p, x))
 EOF
-printf '[metrics]\naddress =\n[prefetch]\nidle_timeout_ms = 30000\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[prefetch]\nidle_timeout_ms = 30000\n[detect]\narm = always\n' >"$DAEMON_CONF"
 daemon_start
 lost0=$(daemon_stat bpf_events_lost)
 kill -STOP "$DAEMON_PID"

@@ -21,7 +21,7 @@ metric() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "missi
 H=dirahead_app_stat_latency_seconds
 FAST="${H}_bucket{le=\"0.000131072\"}"
 
-printf '[metrics]\naddress =\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[detect]\narm = always\n' >"$DAEMON_CONF"
 daemon_start
 ctl metrics >"$T/m0" || fail "diraheadctl metrics"
 grep -q "^# TYPE $H histogram$" "$T/m0" || fail "no $H histogram: $(grep "$H" "$T/m0")"
@@ -55,12 +55,12 @@ assert b[-1][1] == count, (b[-1], count)
 assert count == 0 or total > 0, total
 PY
 
-printf '[daemon]\nenabled = no\n[metrics]\naddress =\n' >"$DAEMON_CONF"
+printf '[daemon]\nenabled = no\n[metrics]\naddress =\n[detect]\narm = always\n' >"$DAEMON_CONF"
 ctl reload >/dev/null || fail "reload failed"
 ctl metrics >"$T/m2"
 assert_eq "$(metric "$T/m2" dirahead_bpf_programs_attached)" 3 "programs attached while disabled"
 
-printf '[metrics]\naddress =\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[detect]\narm = always\n' >"$DAEMON_CONF"
 ctl reload >/dev/null || fail "reload failed"
 ls -l "$T/mnt/b" >/dev/null &
 pid=$!

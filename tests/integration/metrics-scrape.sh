@@ -206,7 +206,7 @@ scrape() { curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$1" || fail 
 # A free loopback port, chosen by the kernel (ephemeral ports are handed out in turn, so none is
 # likely to be taken again in the moment before the daemon binds it).
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf '[metrics]\naddress = 127.0.0.1:%s\n[prefetch]\nwindow_max = 32\n' "$PORT" >"$DAEMON_CONF"
+printf '[metrics]\naddress = 127.0.0.1:%s\n[prefetch]\nwindow_max = 32\n[detect]\narm = always\n' "$PORT" >"$DAEMON_CONF"
 daemon_start
 info "daemon $DAEMON_PID, metrics on 127.0.0.1:$PORT"
 

@@ -72,6 +72,8 @@ info "metrics.c: $out"
 if [ "$(id -u)" = 0 ] && [ -x "$BUILD/diraheadd" ] && [ -x "$BUILD/diraheadctl" ] &&
    [ -r /sys/kernel/btf/vmlinux ] && "$BUILD/diraheadctl" --help 2>&1 | grep -qw metrics; then
 	. "$TOP/tests/lib/daemon.sh"
+	# the hooks from the start: the scan below is warm, it would not arm them
+	printf '[metrics]\naddress =\n[detect]\narm = always\n' >"$DAEMON_CONF"
 	daemon_start
 	# One scan, so that the per-filesystem families (which appear with the first filesystem the
 	# cost model judges) are there too.

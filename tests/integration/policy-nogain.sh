@@ -22,7 +22,7 @@ for d in off on again reload probe later fresh; do make_files "$T/back/$d" $N; d
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # start_factor: this is about the pay-off rule; the start rule must not find the stats cheap
 # where the daemon's own cost per entry is high (an ASan build: ~0.5 ms an entry)
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 6\nstart_factor = 0.1\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 6\nstart_factor = 0.1\n[detect]\narm = always\n' >"$DAEMON_CONF"
 slowfs_mount "$T/back" "$T/mnt" --latency-us 500 --no-parallel-dirops
 grep -q 'parallel_dirops=0' "$SLOWFS_LOG" 2>/dev/null || info "(slowfs log does not show the INIT flags)"
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)

@@ -20,7 +20,7 @@ make_files "$T/back/dir" $N
 for i in $(seq 1 60); do make_files "$T/back/tree/d$i" 40; done
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 ln -s "$(realpath "$(command -v find)")" "$T/dra-find"
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\narm = always\n' >"$DAEMON_CONF"
 daemon_start
 
 # warm the local directory, then scan it

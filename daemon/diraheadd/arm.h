@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * Arming: the detector's syscall hooks (sys_exit, and sys_enter for timing) are attached only
+ * while metadata calls block ([detect] arm = on-block).  The sentinel (sentinel.h) reports a
+ * blocked stat, getdents64 or open of a directory; a report from a filesystem where the cost
+ * model would start prefetching (arm_decide) attaches the hooks; they are detached once no
+ * report came for [detect] quiet_s and no scan or walk is running (arm_quiet).  Arming takes at
+ * least quiet_s per cycle, which bounds the rate of attach/detach.  [detect] arm = always keeps
+ * the hooks attached, as before, and the sentinel detached.
+ */
+#ifndef DIRAHEAD_ARM_H
+#define DIRAHEAD_ARM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "policy.h"
+
+struct daemon;
+struct arm;
+
+/* What became of a sentinel signal in the daemon (rate-limited ones never reach it). */
+#define ARM_SIGNALS(X)                                                                             \
+	X(ARMED, "armed")                   /* it attached the hooks */                           \
+	X(KEPT, "kept")                     /* they were attached: it keeps them so for quiet_s */ \
+	X(IGNORED_VERDICT, "ignored_verdict")/* its filesystem's verdict is fast or no_gain, or hung */ \
+	X(IGNORED_FILTER, "ignored_filter") /* a pseudo filesystem, or [filter] excludes it */     \
+	X(FAILED, "attach_failed")          /* attaching failed (counted, retried on the next) */
+
+#define X_ENUM(e, s) ARM_SIG_##e,
+enum arm_signal { ARM_SIGNALS(X_ENUM) ARM_SIG_MAX };
+#undef X_ENUM
+extern const char *const arm_signal_names[ARM_SIG_MAX];
+
+struct arm_stats {
+	bool on_block;          /* [detect] arm = on-block, and the sentinel runs */
+	bool armed;             /* the syscall hooks are attached now */
+	uint64_t arms, disarms;
+	double armed_s;         /* time the hooks were attached, in total (now included) */
+	uint64_t signals[ARM_SIG_MAX];
+	/* the sentinel's own counters (BPF) */
+	uint64_t blocked;       /* metadata calls that went to sleep */
+	uint64_t sent;          /* signals it sent */
+	uint64_t rate_limited;  /* blocked calls not signalled: the process had signalled lately */
+	uint64_t lost;          /* signals lost: its ring buffer was full */
+};
+
+/* Pure decisions (tests/unit/test_arm.c).  A signal: armed already, the filesystem's verdict
+ * (POL_ARM_YES when not known), whether filters exclude it. */
+static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered)
+{
+	if (filtered)
+		return ARM_SIG_IGNORED_FILTER;
+	if (verdict != POL_ARM_YES)
+		return ARM_SIG_IGNORED_VERDICT;
+	return armed ? ARM_SIG_KEPT : ARM_SIG_ARMED;
+}
+
+/* Disarm now?  No signal that armed or kept for quiet_ns since last_ns, and no scan or walk
+ * running (live). */
+static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_ns, unsigned live)
+{
+	return !live && now_ns >= last_ns && now_ns - last_ns >= quiet_ns;
+}
+
+/* Opens the sentinel and applies [detect] arm; without a sentinel (an old kernel) it arms
+ * always, with a warning.  NULL only on out of memory / event loop errors (err filled). */
+struct arm *arm_new(struct daemon *d, char *err, size_t errlen);
+/* After a reload: d->cfg's arm, quiet_s, enabled and filters apply from now. */
+void arm_reconfigure(struct arm *a);
+void arm_get_stats(struct arm *a, struct arm_stats *out);
+/* The sentinel program's id and run statistics, false without one. */
+bool arm_sentinel_prog(struct arm *a, uint32_t *id, uint64_t *run_cnt, uint64_t *run_time_ns,
+		       bool *attached);
+void arm_free(struct arm *a);
+
+#endif

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
+#
+# A filesystem whose verdict is no_gain does not arm ([detect] arm = on-block): on slowfs
+# without FUSE_PARALLEL_DIROPS (prefetch cannot help, see policy-nogain.sh) a first cold `ls -l`
+# arms, is judged no_gain; after the disarm, cold `ls -l`s there leave the hooks detached (the
+# signals are counted as ignored_verdict, the sys_exit program does not run) until its
+# re-probe; a cold `ls -l` on another slowfs (parallel lookups) arms and is prefetched.
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/daemon.sh"
+need_root
+
+old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
+on_exit "echo $old_stats >/proc/sys/kernel/bpf_stats_enabled"
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+
+N=2000
+for d in first again more; do make_files "$T/back/$d" $N; done
+make_files "$T/back2/other" $N
+ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
+# start_factor: the pay-off rule is what is tested (as in policy-nogain.sh)
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\nquiet_s = 2\n[policy]\nreprobe_s = 600\nstart_factor = 0.1\n' >"$DAEMON_CONF"
+slowfs_mount "$T/back" "$T/mnt" --latency-us 500 --no-parallel-dirops
+dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
+disarmed() { [ "$(daemon_stat armed)" = 0 ]; }
+
+daemon_start
+drop_caches
+"$T/dra-ls" -l "$T/mnt/first" >/dev/null
+assert_eq "$(daemon_stat arms)" 1 "arms by the first cold ls -l"
+assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict of slowfs without parallel lookups"
+wait_for 30 disarmed
+x0=$(daemon_stat sys_exit_runs)
+for d in again more; do
+	drop_caches
+	"$T/dra-ls" -l "$T/mnt/$d" >/dev/null
+done
+ctl stats | grep -E '^(arm|sentinel|sys_exit)' || true
+assert_eq "$(daemon_stat arms)" 1 "arms by cold ls -l on the no_gain filesystem"
+assert_ge "$(daemon_stat sentinel_signals.ignored_verdict)" 2 "signals ignored for the verdict"
+assert_eq "$(daemon_stat sys_exit_runs)" "$x0" "sys_exit runs while not armed"
+
+info "another filesystem still arms"
+slowfs_mount "$T/back2" "$T/mnt2" --latency-us 200
+p0=$(daemon_stat entries_prefetched)
+drop_caches
+"$T/dra-ls" -l "$T/mnt2/other" >/dev/null
+assert_eq "$(daemon_stat arms)" 2 "arms by a cold ls -l on the other filesystem"
+assert_ge $(($(daemon_stat entries_prefetched) - p0)) $((N / 2)) "entries prefetched there"
+daemon_stop
+echo PASS

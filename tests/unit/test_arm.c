@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * Arming's decisions (daemon/diraheadd/arm.h) and the verdicts they read
+ * (policy_arm_verdict()): which blocked call attaches the syscall hooks, which is ignored, and
+ * when they come off.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "arm.h"
+
+#define SEC 1000000000ull
+#define T0 (1000 * SEC)
+#define FUSE 0x65735546ull
+
+static struct da_config defaults(void)
+{
+	return (struct da_config){
+		.depth_per_scan = 64, .depth_total = 128, .policy_enabled = true, .probe_stats = 8,
+		.start_factor = 1.5, .entry_cost_us = 10, .gain_stats = 64, .min_gain = 1.3,
+		.reprobe_s = 60, .mute_ms = 2000, .depth_min = 4, .max_filesystems = 256,
+	};
+}
+
+static void decide(void **state)
+{
+	(void)state;
+	assert_int_equal(arm_decide(false, POL_ARM_YES, false), ARM_SIG_ARMED);
+	assert_int_equal(arm_decide(true, POL_ARM_YES, false), ARM_SIG_KEPT);
+	assert_int_equal(arm_decide(false, POL_ARM_FAST, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(false, POL_ARM_NO_GAIN, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(true, POL_ARM_HUNG, false), ARM_SIG_IGNORED_VERDICT);
+	/* filters first: an excluded program never arms, whatever its filesystem */
+	assert_int_equal(arm_decide(false, POL_ARM_YES, true), ARM_SIG_IGNORED_FILTER);
+}
+
+static void quiet(void **state)
+{
+	(void)state;
+	assert_false(arm_quiet(T0 + 4 * SEC, T0, 5 * SEC, 0));
+	assert_true(arm_quiet(T0 + 5 * SEC, T0, 5 * SEC, 0));
+	/* a scan or walk running keeps the hooks */
+	assert_false(arm_quiet(T0 + 60 * SEC, T0, 5 * SEC, 1));
+	/* a signal stamped after `now` (read late from the ring) is no quiet */
+	assert_false(arm_quiet(T0, T0 + SEC, 5 * SEC, 0));
+}
+
+static void verdicts(void **state)
+{
+	(void)state;
+	struct da_config c = defaults();
+	struct policy *p = policy_new(&c);
+	assert_non_null(p);
+	/* never seen: arm, and nothing is created by asking */
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0), POL_ARM_YES);
+
+	struct pol_fs *fs = policy_fs(p, 0, 50, FUSE, T0);
+	fs->verdict = POL_FAST;
+	fs->verdict_ns = T0;
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + SEC), POL_ARM_FAST);
+	/* a fast verdict is trusted 10 s, then the next block may probe again */
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + 11 * SEC), POL_ARM_YES);
+
+	fs->verdict = POL_NO_GAIN;
+	fs->reprobe_ns = T0 + 60 * SEC;
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + 30 * SEC), POL_ARM_NO_GAIN);
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + 61 * SEC), POL_ARM_YES);
+	/* another filesystem on that device number (another magic) is not judged by it */
+	assert_int_equal(policy_arm_verdict(p, 0, 50, 0xef53, T0 + 30 * SEC), POL_ARM_YES);
+
+	fs->verdict = POL_PAYS;
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + 30 * SEC), POL_ARM_YES);
+	policy_fs_hung(fs, T0 + 30 * SEC);
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + 31 * SEC), POL_ARM_HUNG);
+	policy_free(p);
+
+	/* [policy] enabled = no: no verdict holds anything back */
+	c.policy_enabled = false;
+	p = policy_new(&c);
+	fs = policy_fs(p, 0, 50, FUSE, T0);
+	fs->verdict = POL_NO_GAIN;
+	fs->reprobe_ns = T0 + 60 * SEC;
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + SEC), POL_ARM_YES);
+	policy_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(decide),
+		cmocka_unit_test(quiet),
+		cmocka_unit_test(verdicts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
