@@ -243,6 +243,55 @@ static int child_main(void *p)
 
 #define CHILD_STACK (256u << 10)
 
+/*
+ * The children's stacks: one per thread that has made a call, handed back when the thread ends
+ * (pool threads come and go) and taken again by the next; never unmapped, so that a sanitizer's
+ * marks of a child's frames never linger over a mapping made later at the same address.  As many
+ * as threads have made calls at once.
+ */
+struct stack_node { struct stack_node *next; };
+static pthread_mutex_t stacks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stack_node *stacks_free;
+static pthread_once_t stack_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t stack_key;
+
+static void stack_give_back(void *p)
+{
+	struct stack_node *n = p;
+	pthread_mutex_lock(&stacks_lock);
+	n->next = stacks_free;
+	stacks_free = n;
+	pthread_mutex_unlock(&stacks_lock);
+}
+
+static void stack_key_make(void)
+{
+	pthread_key_create(&stack_key, stack_give_back);
+}
+
+static void *child_stack(void)
+{
+	pthread_once(&stack_key_once, stack_key_make);
+	void *p = pthread_getspecific(stack_key);
+	if (p)
+		return p;
+	pthread_mutex_lock(&stacks_lock);
+	if ((p = stacks_free))
+		stacks_free = stacks_free->next;
+	pthread_mutex_unlock(&stacks_lock);
+	if (!p) {
+		p = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+	}
+	if (pthread_setspecific(stack_key, p)) {
+		stack_give_back(p);
+		return NULL;
+	}
+	return p;
+}
+
 int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
 		       struct dirahead_call_out *out)
 {
@@ -256,16 +305,9 @@ int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void 
 	 * signal to us), sharing memory and fds like vfork(): no copy of our address space per
 	 * call, which a walk on a user's FUSE mount makes per directory.  This thread waits until
 	 * it exits. */
-	/* one stack per thread, kept (never unmapped and mapped again elsewhere: a sanitizer's
-	 * marks of the child's frames would linger over whatever came next) */
-	static __thread void *stack;
-	if (!stack) {
-		void *p = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		stack = p;
-	}
+	void *stack = child_stack();
+	if (!stack)
+		return -ENOMEM;
 	struct child x = { .c = c, .fn = fn, .arg = arg, .out = out };
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	pid_t pid = clone(child_main, (char *)stack + CHILD_STACK,
