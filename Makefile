@@ -27,6 +27,8 @@ DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev 
             liburing-dev libfuse3-dev fuse3 libcmocka-dev libsystemd-dev libinih-dev \
             libmicrohttpd-dev libjson-c-dev rsync python3 tar findutils coreutils \
             e2fsprogs xfsprogs btrfs-progs util-linux procps psmisc curl iproute2
+# setfacl: a directory an ACL denies a group (tests/security/groups-acl.sh)
+DEB_DEPS += acl
 # packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
 DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted

@@ -96,10 +96,17 @@ static void command(char *line, FILE *out)
 		}
 		sf_fail_lookups = e;
 		sf_debug("control: fail-lookups %d", e);
+	} else if (strcmp(argv[0], "watch") == 0 && argc == 2) {
+		sf_stats_watch_set(argv[1]);
+		sf_debug("control: watch %s", argv[1]);
+	} else if (strcmp(argv[0], "unwatch") == 0 && argc == 1) {
+		sf_stats_watch_set(NULL);
+		sf_debug("control: unwatch");
 	} else if (strcmp(argv[0], "ping") == 0 && argc == 1) {
 		fputs("pong\n", out);
 	} else if (strcmp(argv[0], "help") == 0 && argc == 1) {
-		fputs("stats\nreset\nstall\nstall-pid TGID\nrelease\nfail-lookups ERRNO\nping\nhelp\n", out);
+		fputs("stats\nreset\nstall\nstall-pid TGID\nrelease\nfail-lookups ERRNO\nwatch PREFIX\n"
+		      "unwatch\nping\nhelp\n", out);
 	} else {
 		fprintf(out, "ERR unknown command or wrong arguments: %s (try help)\n", argv[0]);
 		return;

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 struct node {
@@ -331,6 +332,16 @@ static void from_cache(struct sf_reply *r)
 	sf_stats_cached(fuse_req_ctx(r->req)->pid);
 }
 
+/* The watch (stats.c): a request on node ino (plus /name: a lookup) counts if it reaches into
+ * the watched directory.  Paths are only rebuilt while a watch is set. */
+static void watch_req(fuse_req_t req, enum sf_op op, fuse_ino_t ino, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (sf_stats_watching() && node_path(ino, name, path, sizeof(path)) == 0)
+		sf_stats_watch(op, fuse_req_ctx(req)->pid, path);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static void fill_entry(struct fuse_entry_param *e, uint64_t id, const struct stat *st)
@@ -363,6 +374,10 @@ static void sf_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= conn->capable & FUSE_CAP_PARALLEL_DIROPS;
 	else
 		conn->want &= ~FUSE_CAP_PARALLEL_DIROPS;
+	/* --acl: the kernel reads system.posix_acl_access through getxattr and, with
+	 * default_permissions, enforces it as for a local filesystem */
+	if (sf_cfg.acl)
+		conn->want |= conn->capable & FUSE_CAP_POSIX_ACL;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	/* Background requests (readahead, async release) beyond this queue in the kernel. */
@@ -382,6 +397,7 @@ static void sf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	if (listing_cached(parent, false))
 		from_cache(r);
+	watch_req(req, SF_OP_LOOKUP, parent, name);
 	if (fail) {
 		r->err = fail;
 	} else if ((r->err = -node_path(parent, name, path, sizeof(path))) != 0) {
@@ -432,6 +448,7 @@ static void sf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	if (listing_cached(ino, true))
 		from_cache(r);
+	watch_req(req, SF_OP_GETATTR, ino, NULL);
 	if ((r->err = -node_path(ino, NULL, path, sizeof(path))) == 0) {
 		if (fstatat(sf_rootfd, path, &r->u.attr.st, AT_SYMLINK_NOFOLLOW) != 0) {
 			r->err = errno;
@@ -451,6 +468,7 @@ static void sf_readlink(fuse_req_t req, fuse_ino_t ino)
 
 	if (!r)
 		return;
+	watch_req(req, SF_OP_READLINK, ino, NULL);
 	if ((r->err = -node_path(ino, NULL, path, sizeof(path))) == 0) {
 		r->buf = malloc(PATH_MAX);
 		if (!r->buf) {
@@ -480,6 +498,7 @@ static void sf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (!r)
 		return;
+	watch_req(req, SF_OP_OPEN, ino, NULL);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		r->err = EROFS;
 	} else if ((r->err = -node_path(ino, NULL, path, sizeof(path))) == 0) {
@@ -502,9 +521,9 @@ static void sf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct sf_reply *r = sf_reply_new(req, SF_OP_READ);
 	ssize_t n;
 
-	(void)ino;
 	if (!r)
 		return;
+	watch_req(req, SF_OP_READ, ino, NULL);
 	r->buf = malloc(size ? size : 1);
 	if (!r->buf) {
 		r->err = ENOMEM;
@@ -563,6 +582,7 @@ static void sf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	if (listing_cached(ino, false))
 		from_cache(r);
+	watch_req(req, SF_OP_OPENDIR, ino, NULL);
 	if ((r->err = -node_path(ino, NULL, path, sizeof(path))) != 0)
 		goto out;
 	d = calloc(1, sizeof(*d));
@@ -598,6 +618,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t dir, size_t size, off_t off,
 		return;
 	if (listing_cached(dir, false))
 		from_cache(r);
+	watch_req(req, plus ? SF_OP_READDIRPLUS : SF_OP_READDIR, dir, NULL);
 	r->buf = malloc(size ? size : 1);
 	if (!r->buf) {
 		r->err = ENOMEM;
@@ -705,12 +726,72 @@ static void sf_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 	if (!r)
 		return;
+	watch_req(req, SF_OP_ACCESS, ino, NULL);
 	if ((r->err = -node_path(ino, NULL, path, sizeof(path))) == 0) {
 		if ((mask & W_OK))
 			r->err = EROFS;
 		else if (faccessat(sf_rootfd, path, mask, AT_SYMLINK_NOFOLLOW) != 0)
 			r->err = errno;
 	}
+	sf_reply_submit(r);
+}
+
+/* --acl: xattrs as the backing file has them.  The *xattr calls take no directory fd: the path
+ * goes through our root's fd in /proc. */
+static int xattr_path(fuse_ino_t ino, char *buf, size_t size)
+{
+	char rel[PATH_MAX];
+	int err = node_path(ino, NULL, rel, sizeof(rel));
+
+	if (err)
+		return err;
+	if ((size_t)snprintf(buf, size, "/proc/self/fd/%d/%s", sf_rootfd, rel) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* One xattr call's outcome into r: the size alone (size 0) or the bytes in r->buf. */
+static void xattr_reply(struct sf_reply *r, ssize_t n, size_t size)
+{
+	if (n < 0) {
+		r->err = errno;
+	} else {
+		r->kind = size ? SF_R_BUF : SF_R_XATTR;
+		r->len = (size_t)n;
+	}
+}
+
+static void sf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct sf_reply *r = sf_reply_new(req, SF_OP_GETXATTR);
+	char path[PATH_MAX + 64];
+
+	if (!r)
+		return;
+	watch_req(req, SF_OP_GETXATTR, ino, NULL);
+	if ((r->err = -xattr_path(ino, path, sizeof(path))) != 0)
+		;
+	else if (size && !(r->buf = malloc(size)))
+		r->err = ENOMEM;
+	else
+		xattr_reply(r, lgetxattr(path, name, r->buf, size), size);
+	sf_reply_submit(r);
+}
+
+static void sf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct sf_reply *r = sf_reply_new(req, SF_OP_LISTXATTR);
+	char path[PATH_MAX + 64];
+
+	if (!r)
+		return;
+	watch_req(req, SF_OP_LISTXATTR, ino, NULL);
+	if ((r->err = -xattr_path(ino, path, sizeof(path))) != 0)
+		;
+	else if (size && !(r->buf = malloc(size)))
+		r->err = ENOMEM;
+	else
+		xattr_reply(r, llistxattr(path, r->buf, size), size);
 	sf_reply_submit(r);
 }
 
@@ -731,11 +812,17 @@ struct fuse_lowlevel_ops sf_ops = {
 	.statfs = sf_statfs,
 	.access = sf_access,
 	/* .readdirplus is set by sf_ops_setup() only with --readdirplus: libfuse advertises
-	 * FUSE_CAP_READDIRPLUS whenever the operation exists. */
+	 * FUSE_CAP_READDIRPLUS whenever the operation exists.  The xattr operations only with
+	 * --acl: without them the kernel stops asking after one ENOSYS (`ls -l` would otherwise
+	 * send one per file). */
 };
 
 void sf_ops_setup(void)
 {
 	if (sf_cfg.readdirplus)
 		sf_ops.readdirplus = sf_readdirplus;
+	if (sf_cfg.acl) {
+		sf_ops.getxattr = sf_getxattr;
+		sf_ops.listxattr = sf_listxattr;
+	}
 }

@@ -108,6 +108,9 @@ static void send_reply(struct sf_reply *r)
 	case SF_R_STATFS:
 		res = fuse_reply_statfs(r->req, &r->u.sv);
 		break;
+	case SF_R_XATTR:
+		res = fuse_reply_xattr(r->req, r->len);
+		break;
 	case SF_R_ERR:
 	default:
 		res = fuse_reply_err(r->req, r->err);

@@ -63,6 +63,8 @@ static void usage(FILE *f)
 	      "  --negative-timeout S  cache failed lookups (ENOENT) for S seconds (default 0)\n"
 	      "  --readdirplus         implement and advertise READDIRPLUS (default off)\n"
 	      "  --no-allow-other      only the mounting user may use it (default: everybody)\n"
+	      "  --acl                 serve the backing files' xattrs (getxattr, listxattr, not\n"
+	      "                        delayed) and have the kernel enforce their POSIX ACLs\n"
 	      "  --cache-listing S     like sshfs: once a directory was listed to its end, answer\n"
 	      "                        its opendir and readdir and the lookups and getattrs of its\n"
 	      "                        entries at once for S seconds (default 0: off)\n"
@@ -120,7 +122,7 @@ static double parse_seconds(const char *opt, const char *s)
 enum {
 	O_LATENCY = 256, O_LOOKUP, O_GETATTR, O_READDIR, O_READ, O_JITTER, O_ATTR_TMO,
 	O_ENTRY_TMO, O_NEG_TMO, O_RDPLUS, O_NO_PAR, O_THREADS, O_CONTROL, O_DEBUG, O_FUSE_DEBUG,
-	O_CACHE_LIST, O_NO_ALLOW_OTHER,
+	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL,
 };
 
 static const struct option longopts[] = {
@@ -136,6 +138,7 @@ static const struct option longopts[] = {
 	{ "readdirplus", no_argument, NULL, O_RDPLUS },
 	{ "cache-listing", required_argument, NULL, O_CACHE_LIST },
 	{ "no-allow-other", no_argument, NULL, O_NO_ALLOW_OTHER },
+	{ "acl", no_argument, NULL, O_ACL },
 	{ "no-parallel-dirops", no_argument, NULL, O_NO_PAR },
 	{ "max-threads", required_argument, NULL, O_THREADS },
 	{ "control", required_argument, NULL, O_CONTROL },
@@ -169,6 +172,7 @@ static void parse_args(int argc, char **argv)
 			break;
 		case O_RDPLUS: sf_cfg.readdirplus = true; break;
 		case O_NO_ALLOW_OTHER: sf_cfg.allow_other = false; break;
+		case O_ACL: sf_cfg.acl = true; break;
 		case O_CACHE_LIST:
 			sf_cfg.cache_listing_ns =
 				(uint64_t)(parse_seconds("--cache-listing", optarg) * 1e9);
@@ -212,6 +216,9 @@ static void parse_args(int argc, char **argv)
 	sf_cfg.lat_ns[SF_OP_RELEASEDIR] = 0;
 	sf_cfg.lat_ns[SF_OP_FLUSH] = 0;
 	sf_cfg.lat_ns[SF_OP_FORGET] = 0;
+	/* (--acl: the kernel reads ACLs in its permission checks; the tests count, not time them) */
+	sf_cfg.lat_ns[SF_OP_GETXATTR] = 0;
+	sf_cfg.lat_ns[SF_OP_LISTXATTR] = 0;
 	if (lookup >= 0)
 		sf_cfg.lat_ns[SF_OP_LOOKUP] = (uint64_t)lookup;
 	if (getattr >= 0)

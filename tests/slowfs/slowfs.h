@@ -34,6 +34,8 @@ enum sf_op {
 	SF_OP_RELEASEDIR,
 	SF_OP_STATFS,
 	SF_OP_ACCESS,
+	SF_OP_GETXATTR,
+	SF_OP_LISTXATTR,
 	SF_OP_FORGET,
 	SF_OP_COUNT
 };
@@ -53,6 +55,7 @@ struct sf_config {
 	unsigned max_threads;
 	bool readdirplus;
 	bool allow_other;		/* false: --no-allow-other */
+	bool acl;			/* --acl: xattrs served, POSIX ACLs enforced by the kernel */
 	uint64_t cache_listing_ns;	/* >0: a directory listed to its end answers at once so long */
 	bool parallel_dirops;
 	bool debug;
@@ -81,6 +84,13 @@ void sf_stats_cached(pid_t tid);	/* a reply sent at once from the listing cache 
 void sf_stats_done(enum sf_op op);
 void sf_stats_print(FILE *out);
 void sf_stats_reset(void);
+/* The watch (control command `watch PREFIX`): requests that reach into the directory PREFIX
+ * (relative to the mount's root; NULL: no watch) are counted apart, per process. */
+void sf_stats_watch_set(const char *prefix);
+bool sf_stats_watching(void);
+/* Count one request of @op from thread @tid on @path (relative to the backing root; for a
+ * lookup, the name looked up) if it reaches into the watched directory. */
+void sf_stats_watch(enum sf_op op, pid_t tid, const char *path);
 
 /* the INIT reply patch (devio.c) */
 struct fuse_session;
@@ -115,6 +125,7 @@ enum sf_reply_kind {
 	SF_R_BUF,
 	SF_R_OPEN,
 	SF_R_STATFS,
+	SF_R_XATTR,	/* the size of an xattr or list, in len (a getxattr of size 0) */
 };
 
 struct sf_reply {

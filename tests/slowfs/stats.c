@@ -3,6 +3,7 @@
  * Counters: requests by operation, in total and per calling process, and the peak number of
  * requests in flight.  The kernel reports the calling *thread* (fuse_req_ctx()->pid is a TID);
  * tests reason about processes, so each TID is mapped to its thread group via /proc and cached.
+ * The watch counts apart the requests that reach into one directory (`watch PREFIX`).
  */
 #include "slowfs.h"
 
@@ -28,6 +29,8 @@ const char *const sf_op_names[SF_OP_COUNT] = {
 	[SF_OP_RELEASEDIR] = "releasedir",
 	[SF_OP_STATFS] = "statfs",
 	[SF_OP_ACCESS] = "access",
+	[SF_OP_GETXATTR] = "getxattr",
+	[SF_OP_LISTXATTR] = "listxattr",
 	[SF_OP_FORGET] = "forget",
 };
 
@@ -49,6 +52,7 @@ struct pid_ent {		/* per thread group counters */
 	uint64_t cached;	/* replies the listing cache sent at once (--cache-listing) */
 	uid_t uids[4];		/* the (fs)uids its requests came with: a daemon acting for */
 	unsigned nuids;		/* a program must show that program's (more: the first 4) */
+	uint64_t watched[SF_OP_COUNT];	/* its requests into the watched directory */
 	struct pid_ent *next;
 };
 
@@ -59,6 +63,10 @@ static struct pid_ent *pids[NBUCKETS];
 static uint64_t total[SF_OP_COUNT], total_cached;
 static uint64_t inflight, inflight_attr, max_inflight, max_inflight_attr;
 static uint64_t start_ns;
+/* The watched directory, as node paths name it ("a/b"; "" for the root), or NULL. */
+static char *watch_prefix;
+static volatile bool watch_on;	/* read without the lock: handlers skip the path when off */
+static uint64_t watch_total[SF_OP_COUNT];
 
 static size_t bucket(pid_t p)
 {
@@ -223,6 +231,7 @@ void sf_stats_reset(void)
 
 	pthread_mutex_lock(&lock);
 	memset(total, 0, sizeof(total));
+	memset(watch_total, 0, sizeof(watch_total));
 	total_cached = 0;
 	for (i = 0; i < NBUCKETS; i++) {
 		struct pid_ent *p = pids[i], *next;
@@ -239,6 +248,75 @@ void sf_stats_reset(void)
 	max_inflight = inflight;
 	max_inflight_attr = inflight_attr;
 	start_ns = sf_now_ns();
+	pthread_mutex_unlock(&lock);
+}
+
+void sf_stats_watch_set(const char *prefix)
+{
+	char *p = NULL;
+	size_t n;
+
+	if (prefix) {
+		/* as node paths are written: no leading "/" or "./", no trailing "/", "" = root */
+		for (;;) {
+			if (*prefix == '/')
+				prefix++;
+			else if (prefix[0] == '.' && prefix[1] == '/')
+				prefix += 2;
+			else
+				break;
+		}
+		if (strcmp(prefix, ".") == 0)
+			prefix = "";
+		p = strdup(prefix);
+		if (!p)
+			return;
+		for (n = strlen(p); n && p[n - 1] == '/'; n--)
+			p[n - 1] = '\0';
+	}
+	pthread_mutex_lock(&lock);
+	free(watch_prefix);
+	watch_prefix = p;
+	watch_on = p != NULL;
+	memset(watch_total, 0, sizeof(watch_total));
+	for (n = 0; n < NBUCKETS; n++)
+		for (struct pid_ent *e = pids[n]; e; e = e->next)
+			memset(e->watched, 0, sizeof(e->watched));
+	pthread_mutex_unlock(&lock);
+}
+
+bool sf_stats_watching(void)
+{
+	return watch_on;
+}
+
+/* Whether a request of op on path reaches into directory prefix: anything below it, or the
+ * listing of the directory itself (what needs read or search permission on it; a lookup or
+ * getattr of its own name needs them only on its parent). */
+static bool watched(const char *prefix, enum sf_op op, const char *path)
+{
+	size_t n = strlen(prefix);
+	bool self = n ? strcmp(path, prefix) == 0 : strcmp(path, ".") == 0;
+	bool below = n ? strncmp(path, prefix, n) == 0 && path[n] == '/' : !self;
+
+	return below || (self && (op == SF_OP_OPENDIR || op == SF_OP_READDIR ||
+				  op == SF_OP_READDIRPLUS));
+}
+
+void sf_stats_watch(enum sf_op op, pid_t tid, const char *path)
+{
+	pid_t tgid;
+	struct pid_ent *p;
+
+	if (!watch_on)
+		return;
+	tgid = tid > 0 ? tgid_of(tid) : 0;
+	pthread_mutex_lock(&lock);
+	if (watch_prefix && watched(watch_prefix, op, path)) {
+		watch_total[op]++;
+		if (tgid > 0 && (p = pid_ent_locked(tgid)) != NULL)
+			p->watched[op]++;
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -265,6 +343,7 @@ void sf_stats_print(FILE *out)
 	fprintf(out, "init_flags=0x%" PRIx64 "\n", sflags);
 	fprintf(out, "parallel_dirops=%d\n", !!(sflags & (1u << 18)));
 	fprintf(out, "readdirplus=%d\n", !!(sflags & (1u << 13)));
+	fprintf(out, "posix_acl=%d\n", !!(sflags & (1u << 20)));
 	fprintf(out, "attr_timeout=%g\n", sf_cfg.attr_timeout);
 	fprintf(out, "entry_timeout=%g\n", sf_cfg.entry_timeout);
 	for (op = 0; op < SF_OP_COUNT; op++)
@@ -327,6 +406,27 @@ void sf_stats_print(FILE *out)
 			fprintf(out, "%s%u", u ? "," : "", (unsigned)list[i]->uids[u]);
 		fputc('\n', out);
 		fprintf(out, "pid.%d.slow=%" PRIu64 "\n", (int)list[i]->tgid, slow);
+	}
+	/* the watch: its directory, then its counters as above (per process: only those with any) */
+	fprintf(out, "watch=%s\n", watch_prefix ? watch_prefix : "");
+	sum = 0;
+	for (op = 0; op < SF_OP_COUNT; op++) {
+		fprintf(out, "watch.total.%s=%" PRIu64 "\n", sf_op_names[op], watch_total[op]);
+		sum += watch_total[op];
+	}
+	fprintf(out, "watch.total.all=%" PRIu64 "\n", sum);
+	for (i = 0; i < n; i++) {
+		uint64_t all = 0;
+
+		for (op = 0; op < SF_OP_COUNT; op++)
+			all += list[i]->watched[op];
+		if (!all)
+			continue;
+		for (op = 0; op < SF_OP_COUNT; op++)
+			if (list[i]->watched[op])
+				fprintf(out, "watch.pid.%d.%s=%" PRIu64 "\n", (int)list[i]->tgid,
+					sf_op_names[op], list[i]->watched[op]);
+		fprintf(out, "watch.pid.%d.all=%" PRIu64 "\n", (int)list[i]->tgid, all);
 	}
 	pthread_mutex_unlock(&lock);
 	free(list);
