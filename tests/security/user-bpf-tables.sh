@@ -32,7 +32,9 @@ cp "$(type -P ls)" "$T/bin/dsb-ls"
 cp "$BUILD/tests/tools/holdlist" "$T/bin/holdlist"
 chmod 0755 "$T/bin" "$T/bin/dsb-ls" "$T/bin/holdlist"
 
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dsb-*\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
+# The hooks attached from the start (arm = always): an attacker can arm them at will with one
+# blocked call on a filesystem of its own, so the shares must hold while armed.
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dsb-*\n[detect]\narm = always\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
 daemon_start
 
 # A's processes, holding their listings (they die with holdlist: PR_SET_PDEATHSIG)
