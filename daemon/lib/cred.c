@@ -40,8 +40,9 @@ static struct dirahead_cred own;
 static int own_err;
 static uint64_t own_permitted;
 
-/* What this thread acts as now. */
-static __thread bool acting;
+/* What this thread acts as now; whether its groups are not the process's (only changing them
+ * back needs a capability, CAP_SETGID: the filesystem ids may always return to the real ids). */
+static __thread bool acting, groups_changed;
 static __thread struct dirahead_cred now;
 
 static int caps_get(uint64_t *eff, uint64_t *perm)
@@ -124,7 +125,12 @@ static int come_back(void)
 		return -errno;
 	syscall(SYS_setfsuid, own.fsuid);
 	syscall(SYS_setfsgid, own.fsgid);
-	if (set_groups(&own) < 0 || !fs_ids_are(own.fsuid, own.fsgid))
+	if (groups_changed) {
+		if (set_groups(&own) < 0)
+			return -EPERM;
+		groups_changed = false;
+	}
+	if (!fs_ids_are(own.fsuid, own.fsgid))
 		return -EPERM;
 	return caps_set(own.caps, false);
 }
@@ -139,6 +145,7 @@ static int become(const struct dirahead_cred *c)
 		r = set_groups(c);
 	if (r < 0)
 		return r;
+	groups_changed = true;
 	syscall(SYS_setfsgid, c->fsgid);
 	syscall(SYS_setfsuid, c->fsuid);
 	if (!fs_ids_are(c->fsuid, c->fsgid))
