@@ -99,8 +99,10 @@ metrics_get foreign evil.example:9567
 
 # ---- reload with a valid file -----------------------------------------------------------------
 # The new file changes what the daemon does (debug log, only scans by nspawnls), so the scan below
-# also shows that the reload took effect.
-printf '[daemon]\nlog_level = debug\n[filter]\ncomm_include = nspawnls\n' >"$CONF"
+# also shows that the reload took effect.  The hooks attached from the start (arm = always): the
+# scan below is of a warm local directory, which on-block arming rightly leaves alone, and this is
+# about the unit, its reload and its journal, not about arming.
+printf '[daemon]\nlog_level = debug\n[filter]\ncomm_include = nspawnls\n[detect]\narm = always\n' >"$CONF"
 C1=$(cursor)
 t0=$(now_ms)
 systemctl reload dirahead.service
