@@ -14,12 +14,7 @@ need_root
 need_cmd setpriv find
 
 U=65534 # nobody
-# /dev/fuse must be open to the user for its own mount (udev makes it 0666; not everywhere)
-mode=$(stat -c %a /dev/fuse)
-if [ $((8#$mode & 8#006)) != 6 ]; then
-	chmod o+rw /dev/fuse
-	on_exit "chmod $mode /dev/fuse"
-fi
+fuse_for_users
 chmod 0711 "$T"
 mkdir -p "$T/u" "$T/bin"
 chown $U:$U "$T/u"

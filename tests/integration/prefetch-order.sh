@@ -20,7 +20,8 @@ for t in find du ls; do make_files "$T/back/$t" $N; done
 mkdir "$T/back/py"
 (cd "$T/back/py" && seq -f "f%06g" 1 $N | shuf | xargs touch)
 slowfs_mount "$T/back" "$T/mnt" --latency-us 200
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dao-*\n' >"$DAEMON_CONF"
+# (the hooks attached from the start: this is about the order learnt, not about arming)
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dao-*\n[detect]\narm = always\n' >"$DAEMON_CONF"
 cp "$(command -v find)" "$T/dao-find"
 cp "$(command -v du)" "$T/dao-du"
 cp "$(command -v ls)" "$T/dao-ls"

@@ -71,6 +71,17 @@ make_files() {
 	(cd "$1" && seq -f "${3:-f}%06g" 1 "$2" | xargs touch)
 }
 
+# fuse_for_users: /dev/fuse open to unprivileged users, for mounts of their own (udev makes it
+# 0666, not everywhere); its mode is restored at exit.
+fuse_for_users() {
+	local mode
+	mode=$(stat -c %a /dev/fuse)
+	if [ $((8#$mode & 8#006)) != 6 ]; then
+		chmod o+rw /dev/fuse
+		on_exit "chmod $mode /dev/fuse"
+	fi
+}
+
 # drop_caches: make the next metadata access go to the filesystem.
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 

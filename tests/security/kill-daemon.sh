@@ -14,11 +14,7 @@ need_root
 need_cmd setpriv python3 find
 
 U=65534 # nobody
-mode=$(stat -c %a /dev/fuse)
-if [ $((8#$mode & 8#006)) != 6 ]; then
-	chmod o+rw /dev/fuse
-	on_exit "chmod $mode /dev/fuse"
-fi
+fuse_for_users
 chmod 0711 "$T"
 mkdir -p "$T/u" "$T/bin"
 chown $U:$U "$T/u"

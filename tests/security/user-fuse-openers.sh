@@ -16,12 +16,7 @@ need_cmd setpriv
 [ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3"
 
 A=65534 B=4022 N=2000 K=20 # A mounts (fusermount3 wants a user name: nobody)
-# /dev/fuse must be open to the user for its own mount (udev makes it 0666; not everywhere)
-mode=$(stat -c %a /dev/fuse)
-if [ $((8#$mode & 8#006)) != 6 ]; then
-	chmod o+rw /dev/fuse
-	on_exit "chmod $mode /dev/fuse"
-fi
+fuse_for_users
 chmod 0711 "$T"
 mkdir -p "$T/a" "$T/bin"
 for i in $(seq 1 $K); do make_files "$T/a/back/d$i" 10; done
