@@ -261,8 +261,10 @@ typedef void (*dirahead_call_fn)(void *arg, struct dirahead_call_out *out);
  * result is -EACCES or -EPERM and c's real, effective or saved ids are not the process's, fn runs
  * once more in a short-lived child process that has c's ids in full, and out is the child's: a
  * FUSE mount without allow_other admits only its owner's processes, by those ids.  The child
- * shares the caller's memory and fds while the calling thread waits (as with vfork()); it may
- * be killed by the user it acts as, which costs that call (out->res -ECHILD).  0 (the outcome
+ * shares the caller's memory and fds while the calling thread waits (as with vfork()); one that
+ * runs for 2 s (a hung filesystem, or stopped by the user it acts as) is killed, and the user
+ * may kill it too: either costs that call, and the thread's own answer stands.  Not with
+ * fs.suid_dumpable = 1 (the user could trace the child).  0 (the outcome
  * is in out->res), or -errno if c could not be applied at all.
  */
 int dirahead_cred_call(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,

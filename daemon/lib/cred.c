@@ -21,12 +21,14 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -75,8 +77,18 @@ static int caps_set(uint64_t eff, bool perm)
 	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
+/* fs.suid_dumpable at start (1: processes that change ids stay traceable). */
+static int suid_dumpable;
+
 static void own_read(void)
 {
+	int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+	char b[4] = "";
+	if (fd >= 0) {
+		if (read(fd, b, sizeof(b) - 1) > 0)
+			suid_dumpable = atoi(b);
+		close(fd);
+	}
 	uid_t r, e, s;
 	gid_t gr, ge, gs;
 	gid_t groups[DIRAHEAD_CRED_GROUPS];
@@ -223,6 +235,7 @@ static int become_fully(const struct dirahead_cred *c)
 	if (!fs_ids_are(c->fsuid, c->fsgid))
 		return -EPERM;
 	prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	return caps_set(c->caps & own_permitted, true);
 }
 
@@ -299,6 +312,99 @@ static void *child_stack(void)
 	return p;
 }
 
+/*
+ * The children under way, each killed once it has run CHILD_TIMEOUT_NS: one stuck on a hung
+ * filesystem, or stopped by the user it acts as (SIGSTOP), would otherwise hold the calling
+ * thread for ever and, sharing our fd table, every fd of ours after we exit too (an unmount
+ * that never succeeds).  The calling thread waits as for vfork(), so a watchdog thread kills
+ * them; it sleeps while no child runs.
+ */
+#define CHILD_TIMEOUT_NS 2000000000ull
+#define MAX_CHILDREN 64
+static pthread_mutex_t kids_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t kids_cond = PTHREAD_COND_INITIALIZER;
+static struct kid {
+	pid_t tid;          /* written by the kernel at clone (CLONE_PARENT_SETTID) */
+	bool used;
+	uint64_t start_ns;
+} kids[MAX_CHILDREN];
+static bool watchdog_running;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	/* started by a thread acting as a program, whose credentials it inherited: its own back,
+	 * or it could not kill a child of another user's ids */
+	groups_changed = true;
+	if (come_back() < 0)
+		abort();
+	pthread_mutex_lock(&kids_lock);
+	for (;;) {
+		uint64_t now = mono_ns(), next = 0;
+		for (int i = 0; i < MAX_CHILDREN; i++) {
+			pid_t tid = __atomic_load_n(&kids[i].tid, __ATOMIC_RELAXED);
+			if (!kids[i].used)
+				continue;
+			/* (a tid of 0: being cloned; its deadline counts all the same) */
+			if (now - kids[i].start_ns >= CHILD_TIMEOUT_NS && tid > 0) {
+				kill(tid, SIGKILL); /* (not reaped yet: the pid is still its) */
+				kids[i].start_ns = now;
+			}
+			uint64_t due = kids[i].start_ns + CHILD_TIMEOUT_NS;
+			if (!next || due < next)
+				next = due;
+		}
+		if (!next) {
+			pthread_cond_wait(&kids_cond, &kids_lock);
+			continue;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (next - now);
+		ts.tv_sec = (time_t)(at / 1000000000ull);
+		ts.tv_nsec = (long)(at % 1000000000ull);
+		pthread_cond_timedwait(&kids_cond, &kids_lock, &ts);
+	}
+	return NULL;
+}
+
+/* A slot for a child about to start, or NULL (all taken, or no watchdog could start). */
+static struct kid *kid_take(void)
+{
+	struct kid *k = NULL;
+	pthread_mutex_lock(&kids_lock);
+	if (!watchdog_running) {
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		watchdog_running = pthread_create(&t, &a, watchdog, NULL) == 0;
+		pthread_attr_destroy(&a);
+	}
+	for (int i = 0; watchdog_running && i < MAX_CHILDREN && !k; i++)
+		if (!kids[i].used)
+			k = &kids[i];
+	if (k)
+		*k = (struct kid){ .used = true, .start_ns = mono_ns() };
+	pthread_cond_signal(&kids_cond);
+	pthread_mutex_unlock(&kids_lock);
+	return k;
+}
+
+static void kid_give_back(struct kid *k)
+{
+	pthread_mutex_lock(&kids_lock);
+	*k = (struct kid){ 0 };
+	pthread_mutex_unlock(&kids_lock);
+}
+
 int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void *arg,
 		       struct dirahead_call_out *out)
 {
@@ -307,30 +413,39 @@ int da_cred_call_child(const struct dirahead_cred *c, dirahead_call_fn fn, void 
 		return own_err;
 	if (c->ngroups > DIRAHEAD_CRED_GROUPS)
 		return -E2BIG;
+	/* fs.suid_dumpable = 1 would leave a child that took a user's ids traceable by that user,
+	 * and it shares our memory */
+	if (suid_dumpable == 1)
+		return -EPERM;
 	*out = (struct dirahead_call_out){ .res = -ECHILD };
 	/* A process of its own (not CLONE_THREAD: its ids are not ours, and a signal to it is not a
 	 * signal to us), sharing memory and fds like vfork(): no copy of our address space per
 	 * call, which a walk on a user's FUSE mount makes per directory.  This thread waits until
-	 * it exits. */
+	 * it exits (or the watchdog kills it). */
 	void *stack = child_stack();
 	if (!stack)
 		return -ENOMEM;
+	struct kid *k = kid_take();
+	if (!k)
+		return -EAGAIN;
+	/* Its change of ids makes our shared address space not dumpable, and it stays so: were it
+	 * made dumpable again while another thread's child runs as a user, that user could trace
+	 * the child, and through it read and write our memory. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	struct child x = { .c = c, .fn = fn, .arg = arg, .out = out };
-	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	pid_t pid = clone(child_main, (char *)stack + CHILD_STACK,
-			  CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &x);
+			  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PARENT_SETTID | SIGCHLD, &x,
+			  &k->tid);
 	int r = pid < 0 ? -errno : 0, st = 0;
+	kid_give_back(k); /* (exited, not reaped: the watchdog can no longer kill another) */
 	if (pid > 0)
 		while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
 			;
-	/* its change of ids marked our shared address space not dumpable */
-	if (dumpable > 0)
-		prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
 	if (r < 0)
 		return r;
 	if (!WIFEXITED(st)) {
-		/* killed (by the user it acted as, perhaps) before it could say: nothing it opened
-		 * is trusted */
+		/* killed (by the watchdog, or by the user it acted as) before it could say: nothing
+		 * it opened is trusted */
 		dirahead_call_close(out);
 		out->res = -ECHILD;
 	}

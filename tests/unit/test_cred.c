@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -163,6 +165,35 @@ static void always_refused(void *arg, struct dirahead_call_out *out)
 {
 	(void)arg;
 	out->res = -EACCES;
+}
+
+/* As nobody (in a child), stops itself: what a user may do to the child acting as it. */
+static void stops_itself(void *arg, struct dirahead_call_out *out)
+{
+	(void)arg;
+	if (getuid() != NOBODY) {
+		out->res = -EACCES;
+		return;
+	}
+	syscall(SYS_kill, syscall(SYS_getpid), SIGSTOP);
+	out->res = 0;
+}
+
+/* A child stopped (or stuck on a hung filesystem) is killed by the watchdog: the call fails,
+ * the thread goes on. */
+static void test_call_stopped(void **state)
+{
+	(void)state;
+	struct dirahead_cred c = nobody();
+	struct dirahead_call_out out;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(dirahead_cred_call(&c, stops_itself, NULL, &out), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_int_equal(out.res, -EACCES); /* the thread's answer stands */
+	assert_int_equal(out.nfds, 0);
+	assert_true(b.tv_sec - a.tv_sec < 60); /* (returned at all: the watchdog's 2 s, or more) */
+	assert_int_equal(dirahead_cred_apply(NULL), 0);
 }
 
 static void test_call(void **state)
@@ -323,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_many_groups),
 		cmocka_unit_test(test_call),
+		cmocka_unit_test(test_call_stopped),
 		cmocka_unit_test(test_engine_uring),
 		cmocka_unit_test(test_engine_threads),
 	};
