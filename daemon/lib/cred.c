@@ -337,6 +337,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static bool kids_in_use(void)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (kids[i].used)
+			return true;
+	return false;
+}
+
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -362,7 +370,14 @@ static void *watchdog(void *arg)
 				next = due;
 		}
 		if (!next) {
-			pthread_cond_wait(&kids_cond, &kids_lock);
+			/* nothing to watch: gone after a while, as idle pool threads are (an idle
+			 * daemon keeps no thread it does not need) */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 5;
+			if (pthread_cond_timedwait(&kids_cond, &kids_lock, &ts) == ETIMEDOUT &&
+			    !kids_in_use())
+				break;
 			continue;
 		}
 		struct timespec ts;
@@ -372,6 +387,8 @@ static void *watchdog(void *arg)
 		ts.tv_nsec = (long)(at % 1000000000ull);
 		pthread_cond_timedwait(&kids_cond, &kids_lock, &ts);
 	}
+	watchdog_running = false;
+	pthread_mutex_unlock(&kids_lock);
 	return NULL;
 }
 

@@ -71,8 +71,10 @@ info "without the daemon: 4 threads $off4 lookups, a private cwd and fd table $o
 assert_ge "$off4" $((4 * N)) "4 threads: lookups without the daemon"
 assert_ge "$offp" "$N" "private: lookups without the daemon"
 
-# the four scans at once, and room for the interpreter's own (limits stay per process)
-printf '[metrics]\naddress =\n[prefetch]\nmax_scans_per_process = 8\n' >"$DAEMON_CONF"
+# the four scans at once, and room for the interpreter's own (limits stay per process); the
+# hooks attached from the start (arm = always): this is about per-thread listings, and a late
+# start (on-block) may see one thread's listing only in part (issue 22's open point)
+printf '[metrics]\naddress =\n[prefetch]\nmax_scans_per_process = 8\n[detect]\narm = always\n' >"$DAEMON_CONF"
 daemon_start
 on4=$(run walk4.py "$T/mnt/on")
 pid4=$(cat "$T/pid")
