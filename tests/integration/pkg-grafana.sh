@@ -80,7 +80,7 @@ if [ "$(id -u)" = 0 ] && [ -x "$BUILD/diraheadd" ] && [ -x "$BUILD/diraheadctl" 
 	make_files "$T/scan" 200
 	ls -l "$T/scan" >/dev/null
 	judged() { ctl stats | grep -q '^filesystems\.'; }
-	wait_for 5 judged
+	wait_for 20 judged
 	ctl metrics >"$T/live.txt" || fail "diraheadctl metrics failed"
 	# exported names: from "# TYPE name type" lines, plus histogram series names
 	{ awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$T/live.txt"

@@ -74,5 +74,8 @@ int main(int argc, char **argv)
 		line[0] = '\0';
 	stat_range(argv[1], names, n1 + n2, n);
 	printf("done %lu %lu\n", ok, failed);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 	return 0;
 }
