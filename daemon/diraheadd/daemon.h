@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
-/* The daemon's state, shared by its modules. */
+/* The daemon's state, shared by its modules; built and reloaded by daemon.c. */
 #ifndef DIRAHEAD_DAEMON_H
 #define DIRAHEAD_DAEMON_H
 
@@ -13,6 +13,8 @@ struct scan_mgr;
 struct control;
 struct httpd;
 struct arm;
+struct hooks;
+struct events;
 
 struct daemon {
 	sd_event *loop;
@@ -21,12 +23,15 @@ struct daemon {
 	struct detector *det;
 	struct scan_mgr *mgr;
 	struct control *ctl;
+	struct events *events;       /* the ring buffer's pump and the events' route (events.h) */
+	struct hooks *hooks;         /* stat timing, while scans probe (hooks.h) */
 	struct arm *arm;             /* arms the detector's syscall hooks on blocked calls (arm.h) */
 	struct httpd *http;          /* the metrics endpoint; NULL when [metrics] address is empty */
 	struct da_stats stats;
-	sd_event_source *timing_src; /* detaches the stat timing program once scans stop coming */
 	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */
 	struct da_stats summary_prev;/* the counters at the last summary */
+	unsigned last_active;        /* active scans at the last status line */
+	uint64_t last_notify;        /* CLOCK_MONOTONIC µs of the last status line */
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */
 	bool force_dry_run;          /* -n: survives reloads */
 	bool force_debug;            /* -v: survives reloads */
@@ -35,5 +40,10 @@ struct daemon {
 
 /* Re-reads the config file; on error keeps the old one.  Returns 0 or -1 with err filled. */
 int daemon_reload(struct daemon *d, char *err, size_t errlen);
+/* Builds the parts on d->cfg (loaded by main) and tells systemd it is ready: 0, or -1 with err
+ * filled (what was built is freed by daemon_stop). */
+int daemon_start(struct daemon *d, bool verbose, char *err, size_t errlen);
+/* Frees every part, the loop and d->cfg. */
+void daemon_stop(struct daemon *d);
 
 #endif

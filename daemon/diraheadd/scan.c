@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 #include "scan.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -108,6 +109,8 @@ struct scan_mgr {
 	bool tick_listing;          /* a listing-only walk completed something since cpu_from */
 	void (*want_timing)(void *);
 	void *want_timing_ctx;
+	void (*pump)(void *);       /* drains the ring buffer (events.h) */
+	void *pump_ctx;
 };
 
 /* A request outstanding this long is taken for stuck on a hung filesystem and stops counting
@@ -1199,29 +1202,25 @@ static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	end_scan(s, why);
 }
 
-int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr)
+void scan_mgr_on_scan(struct scan_mgr *m, const struct dirahead_event *ev)
 {
-	struct scan_mgr *m = mgr;
-	switch (ev->type) {
-	case DIRAHEAD_EV_SCAN:
-		on_scan_event(m, ev);
-		break;
-	case DIRAHEAD_EV_PROGRESS:
-		on_progress(m, ev, false);
-		break;
-	case DIRAHEAD_EV_END:
-		if (ev->scan_id == 0)
-			walk_mgr_on_exit(m->walks, ev);
-		else
-			on_end_event(m, ev);
-		break;
-	case DIRAHEAD_EV_LISTING:
-		/* a walker's listing, as a SCAN event of it would be */
-		mark_interleaved(m, ev);
-		walk_mgr_on_listing(m->walks, ev);
-		break;
-	}
-	return 0;
+	on_scan_event(m, ev);
+}
+
+void scan_mgr_on_progress(struct scan_mgr *m, const struct dirahead_event *ev)
+{
+	on_progress(m, ev, false);
+}
+
+void scan_mgr_on_end(struct scan_mgr *m, const struct dirahead_event *ev)
+{
+	assert(ev->scan_id != 0); /* a walker's END is the walks' */
+	on_end_event(m, ev);
+}
+
+void scan_mgr_mark_interleaved(struct scan_mgr *m, const struct dirahead_event *ev)
+{
+	mark_interleaved(m, ev);
 }
 
 static void on_complete(const struct dirahead_completion *c, void *data)
@@ -1347,6 +1346,12 @@ static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, voi
 	end_scan(s, DA_END_VANISHED);
 }
 
+static void pump(struct scan_mgr *m)
+{
+	if (m->pump)
+		m->pump(m->pump_ctx);
+}
+
 static int on_engine(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct scan_mgr *m = userdata;
@@ -1356,14 +1361,14 @@ static int on_engine(sd_event_source *src, int fd, uint32_t revents, void *userd
 	int r = dirahead_engine_process(m->engine);
 	if (r < 0)
 		log_warn("prefetch engine: %s", strerror(-r));
-	detector_consume(m->det); /* awake anyway: take what BPF queued without a wakeup */
+	pump(m); /* awake anyway: take what BPF queued without a wakeup */
 	return 0;
 }
 
 static int on_poll(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct scan_mgr *m = userdata;
-	detector_consume(m->det);
+	pump(m);
 	sd_event_source_set_time(src, usec + SCAN_POLL_USEC);
 	return 0;
 }
@@ -1394,7 +1399,7 @@ static bool bpf_lost(struct scan *s)
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct scan_mgr *m = userdata;
-	detector_consume(m->det);
+	pump(m);
 	uint64_t t = now_ns(), idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
 	struct scan *s = m->scans, *next;
 	for (; s; s = next) {
@@ -1512,6 +1517,22 @@ void scan_mgr_set_timing_hook(struct scan_mgr *m, void (*fn)(void *), void *ctx)
 	m->want_timing = fn;
 	m->want_timing_ctx = ctx;
 }
+
+void scan_mgr_set_pump(struct scan_mgr *m, void (*fn)(void *), void *ctx)
+{
+	m->pump = fn;
+	m->pump_ctx = ctx;
+}
+
+unsigned scan_mgr_probing(const struct scan_mgr *m)
+{
+	unsigned n = 0;
+	for (const struct scan *s = m->scans; s; s = s->next)
+		n += s->state == SCAN_PROBING && s->ending < 0;
+	return n;
+}
+
+struct walk_mgr *scan_mgr_walk_mgr(struct scan_mgr *m) { return m->walks; }
 
 
 const char *scan_mgr_backend(const struct scan_mgr *m)

@@ -32,8 +32,12 @@ struct scan_info {
 
 struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
 			      struct da_stats *st, char *err, size_t errlen);
-/* Detector callback (detector_event_fn). */
-int scan_mgr_on_event(const struct dirahead_event *ev, void *mgr);
+/* The detector's events of scans (events.h routes them): SCAN, PROGRESS, END (scan_id != 0). */
+void scan_mgr_on_scan(struct scan_mgr *m, const struct dirahead_event *ev);
+void scan_mgr_on_progress(struct scan_mgr *m, const struct dirahead_event *ev);
+void scan_mgr_on_end(struct scan_mgr *m, const struct dirahead_event *ev);
+/* ev's thread listed another directory (a SCAN, or a walker's LISTING). */
+void scan_mgr_mark_interleaved(struct scan_mgr *m, const struct dirahead_event *ev);
 /* The config changed (reload): limits and rules apply to new and running scans. */
 void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
@@ -43,6 +47,11 @@ uint64_t scan_mgr_inflight(const struct scan_mgr *m);
 const char *scan_mgr_backend(const struct scan_mgr *m);
 /* fn(ctx) is called when a probe needs the programs' stats timed (detector_stat_timing). */
 void scan_mgr_set_timing_hook(struct scan_mgr *m, void (*fn)(void *), void *ctx);
+/* fn(ctx) drains the ring buffer (events_pump) whenever the engine or a timer woke the daemon. */
+void scan_mgr_set_pump(struct scan_mgr *m, void (*fn)(void *), void *ctx);
+/* Scans probing now (their stats may need timing: hooks.h). */
+unsigned scan_mgr_probing(const struct scan_mgr *m);
+struct walk_mgr *scan_mgr_walk_mgr(struct scan_mgr *m);
 /* The cost model's per-filesystem memory (policy.h), for stats and metrics. */
 struct policy *scan_mgr_policy(struct scan_mgr *m);
 void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx);
