@@ -22,10 +22,12 @@
 #include "detector.h"
 #include "events.h"
 #include "hooks.h"
+#include "host.h"
 #include "httpd.h"
 #include "log.h"
 #include "procdir.h"
 #include "scan.h"
+#include "walk.h"
 
 static void bpf_config(const struct da_config *c, struct dirahead_bpf_config *b)
 {
@@ -141,6 +143,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 		bpf_config(&nc, &bc);
 		detector_configure(d->det, &bc);
 		hooks_reconfigure(d->hooks, nc.enabled);
+		host_reconfigure(d->host, &nc);
+		walk_mgr_reconfigure(d->walks, &nc);
 		scan_mgr_reconfigure(d->mgr, &nc);
 		log_set_level(nc.log_level);
 		bool arm_changed = nc.arm_always != d->cfg.arm_always || nc.enabled != d->cfg.enabled;
@@ -265,15 +269,21 @@ static int start_pipeline(struct daemon *d, bool verbose, char *err, size_t errl
 		snprintf(err, errlen, "cannot attach the BPF detector: %s", e);
 		return -1;
 	}
-	d->mgr = scan_mgr_new(d->loop, &d->cfg, d->det, &d->stats, err, errlen);
-	if (!d->mgr)
+	d->host = host_new(d->loop, &d->cfg, &d->stats, err, errlen);
+	if (!d->host)
 		return -1;
+	host_set_pump(d->host, events_pump, d->events);
+	d->walks = walk_mgr_new(&d->cfg, d->det, &d->stats, d->host);
+	d->mgr = d->walks ? scan_mgr_new(&d->cfg, d->det, &d->stats, d->host, d->walks) : NULL;
+	if (!d->mgr) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	d->hooks = hooks_new(d->loop, d->det, err, errlen);
 	if (!d->hooks)
 		return -1;
 	hooks_set_scans(d->hooks, d->mgr);
 	scan_mgr_set_timing_hook(d->mgr, hooks_want_timing, d->hooks);
-	scan_mgr_set_pump(d->mgr, events_pump, d->events);
 	return 0;
 }
 
@@ -311,7 +321,7 @@ int daemon_start(struct daemon *d, bool verbose, char *err, size_t errlen)
 	if (start_loop(d, err, errlen) < 0 || start_pipeline(d, verbose, err, errlen) < 0 ||
 	    start_around(d, err, errlen) < 0)
 		return -1;
-	int r = events_start(d->events, d->det, d->mgr, scan_mgr_walk_mgr(d->mgr));
+	int r = events_start(d->events, d->det, d->mgr, d->walks);
 	if (r < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-r));
 		return -1;
@@ -332,7 +342,12 @@ void daemon_stop(struct daemon *d)
 	sd_event_source_disable_unref(d->summary_src);
 	control_free(d->ctl);
 	arm_free(d->arm);
+	if (d->mgr)
+		scan_mgr_stop(d->mgr);
+	walk_mgr_free(d->walks);
+	host_stop_engine(d->host);
 	scan_mgr_free(d->mgr);
+	host_free(d->host);
 	hooks_free(d->hooks);
 	detector_close(d->det);
 	events_free(d->events);

@@ -14,6 +14,8 @@ struct control;
 struct httpd;
 struct arm;
 struct hooks;
+struct host;
+struct walk_mgr;
 struct events;
 
 struct daemon {
@@ -21,7 +23,9 @@ struct daemon {
 	struct da_config cfg;
 	const char *config_path;
 	struct detector *det;
-	struct scan_mgr *mgr;
+	struct host *host;           /* the engine, openers, cost model and tick (host.h) */
+	struct walk_mgr *walks;      /* tree-ahead (walk.h) */
+	struct scan_mgr *mgr;        /* the scans (scan.h) */
 	struct control *ctl;
 	struct events *events;       /* the ring buffer's pump and the events' route (events.h) */
 	struct hooks *hooks;         /* stat timing, while scans probe (hooks.h) */

@@ -16,6 +16,7 @@
 #include "detector.h"
 #include "dirahead.h"
 #include "fsmagic.h"
+#include "host.h"
 #include "log.h"
 #include "opener.h"
 #include "order.h"
@@ -30,7 +31,7 @@ enum scan_state { SCAN_PROBING, SCAN_OPENING, SCAN_PREFETCHING, SCAN_FOLLOWING }
 static const char *const state_names[] = { "probing", "opening", "prefetching", "following" };
 
 struct scan {
-	uint32_t owner;             /* DA_OWNER_SCAN (engine dir_data, see walk.h) */
+	struct host_dir hd;         /* first: the engine's dir_data (host.h) */
 	struct scan *next;
 	struct scan_mgr *mgr;
 	enum scan_state state;
@@ -83,55 +84,25 @@ struct scan {
 };
 
 struct scan_mgr {
-	sd_event *loop;
 	struct da_config cfg;       /* shallow copy: lists and strings stay owned by the caller */
 	struct detector *det;
 	struct da_stats *st;
+	struct host *host;          /* the engine, the openers, the cost model (host.h) */
 	struct dirahead_engine *engine;
-	sd_event_source *engine_src, *timer_src;
-	sd_event_source *poll_src;  /* drains events BPF queued without waking us (lazy wakeup) */
 	struct opener *openers;     /* for scans and walks (opener.h) */
+	struct policy *pol;
 	struct scan *scans;
 	struct pending *pending;
 	unsigned active;            /* scans opening or prefetching (the ones limits count) */
 	unsigned nscans;
-	struct policy *pol;
 	struct walk_mgr *walks;
 	struct {                    /* the scan started last: a sibling of the next one? */
 		uint32_t tgid, dev_major, dev_minor;
 		uint64_t ino, parent_ino;
 	} last_start;
-	/* the daemon's CPU per prefetched entry: process CPU time against completions */
-	uint64_t cpu_from_ns, completed_total, completed_from;
-	uint32_t tick_major, tick_minor;
-	uint64_t tick_magic, tick_mnt;
-	int tick_fs;                /* 0: no completion since cpu_from, 1: all on tick_*, 2: several */
-	bool tick_listing;          /* a listing-only walk completed something since cpu_from */
 	void (*want_timing)(void *);
 	void *want_timing_ctx;
-	void (*pump)(void *);       /* drains the ring buffer (events.h) */
-	void *pump_ctx;
 };
-
-/* A request outstanding this long is taken for stuck on a hung filesystem and stops counting
- * against depth_total.  The engine's default (1 s) let two scans stuck on one hung filesystem
- * hold the whole depth for that long: a scan on a healthy filesystem then got nothing, and its
- * application did ~30% of its own lookups (tests/integration/daemon-isolation.sh).  A stat
- * takes milliseconds even over a network; stuck requests still count against their own
- * directory's depth_per_scan, so a hung filesystem gets no more than that. */
-#define SCAN_STALL_MS 250
-#define SCAN_READERS 16
-/* END and walker events are queued without waking the daemon (DIRAHEAD_CFG_LAZY_WAKEUP): taken
- * this often while scans or walks run, and whenever the engine wakes it. */
-#define SCAN_POLL_USEC 5000
-
-/* Openers at once (scans and walks together), and how long one may take before it counts as
- * stuck on its filesystem.  One user's jobs, stuck ones included until they return: half of
- * them, so that a user whose filesystem never answers the daemon leaves the rest to the others
- * (stuck jobs are replaced, see opener.h). */
-#define OPENERS 8
-#define OPENERS_PER_USER (OPENERS / 2)
-#define OPENER_STUCK_MS 1000
 
 struct open_job {
 	struct scan_mgr *m;
@@ -157,11 +128,11 @@ struct pending {
  * from its start (below it, the probe's rate decides first). */
 #define TIME_AT_ONCE 4.0
 
+static const struct host_ops scan_ops;
+
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return host_now_ns();
 }
 
 /* The process's scan of that directory that is not ending (one ending is gone for BPF: a new
@@ -256,10 +227,7 @@ static bool cgroup_allowed(const struct scan_mgr *m, uint32_t pid)
 
 static void update_timer(struct scan_mgr *m)
 {
-	/* Armed only while scans or walks run: an idle daemon has no timers and no wakeups. */
-	int on = m->nscans || m->pending || walk_mgr_busy(m->walks) ? SD_EVENT_ON : SD_EVENT_OFF;
-	sd_event_source_set_enabled(m->timer_src, on);
-	sd_event_source_set_enabled(m->poll_src, on);
+	host_update(m->host);
 }
 
 /* A scan never linked in (admit_scan gave up on it). */
@@ -707,7 +675,7 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	if (!s)
 		return skip(m, ev, DA_SKIP_ENGINE);
 	*s = (struct scan){
-		.owner = DA_OWNER_SCAN, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
+		.hd = { &scan_ops }, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
 		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
 		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
 		.tid = ev->tid, .bdev_major = bdev_major, .bdev_minor = bdev_minor, .bino = bino,
@@ -1223,113 +1191,24 @@ void scan_mgr_mark_interleaved(struct scan_mgr *m, const struct dirahead_event *
 	mark_interleaved(m, ev);
 }
 
-static void on_complete(const struct dirahead_completion *c, void *data)
+static void scan_complete(const struct dirahead_completion *c)
 {
-	struct scan_mgr *m = data;
 	struct scan *s = c->dir_data;
-	struct walk_fs fsid;
-	if (c->error)
-		m->st->errors[da_err_class_of(c->error)]++;
-	else
-		m->st->entries_prefetched++;
-	da_stats_latency(m->st, c->latency_ns);
-	m->completed_total++;
-	if (s->owner == DA_OWNER_WALK) {
-		walk_fs_of(c->dir_data, &fsid);
-		walk_on_complete(c);
-	} else {
-		s->failed += c->error != 0;
-		s->completed++;
-		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
-	}
-	struct pol_fs *fs = policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor, fsid.magic,
-					    fsid.mnt_id, now_ns());
-	policy_answered(fs); /* it answers: not hung */
-	if (policy_enabled(m->pol)) {
-		policy_account_latency(fs, c->latency_ns);
-		/* a listing walk's CPU is spent listing: it says nothing of an entry's cost */
-		m->tick_listing |= fsid.list_only;
-		if (m->tick_fs == 0) {
-			m->tick_fs = 1;
-			m->tick_major = fsid.dev_major;
-			m->tick_minor = fsid.dev_minor;
-			m->tick_magic = fsid.magic;
-			m->tick_mnt = fsid.mnt_id;
-		} else if (m->tick_major != fsid.dev_major || m->tick_minor != fsid.dev_minor) {
-			m->tick_fs = 2;
-		}
-	}
+	s->failed += c->error != 0;
+	s->completed++;
 }
 
-/* A request has been outstanding for SCAN_STALL_MS: its filesystem may hang (the breaker). */
-static void on_stall(struct dirahead_dir *dir, void *dir_data, void *data)
+static void scan_fs_of(const void *dir_data, struct host_fs *fs)
 {
-	struct scan_mgr *m = data;
+	const struct scan *s = dir_data;
+	*fs = (struct host_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
+}
+
+static void scan_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
+{
 	struct scan *s = dir_data;
-	struct walk_fs fsid;
+	struct scan_mgr *m = s->mgr;
 	(void)dir;
-	if (s->owner == DA_OWNER_WALK)
-		walk_fs_of(dir_data, &fsid);
-	else
-		fsid = (struct walk_fs){ s->dev_major, s->dev_minor, s->magic, s->mnt_id, false };
-	policy_stalled(policy_fs_mount(m->pol, fsid.dev_major, fsid.dev_minor, fsid.magic,
-				       fsid.mnt_id, now_ns()),
-		       now_ns());
-}
-
-/* The breaker of fs opened: what runs there ends (its requests are abandoned, nothing waits for
- * them), and nothing new goes there for a while. */
-static void breaker_opened(struct pol_fs *fs, void *ctx)
-{
-	struct scan_mgr *m = ctx;
-	log_warn("filesystem %u:%u: requests hang: nothing is sent to it for a while",
-		 fs->dev_major, fs->dev_minor);
-	for (struct scan *s = m->scans, *next; s; s = next) {
-		next = s->next;
-		if (s->ending < 0 && s->dev_major == fs->dev_major && s->dev_minor == fs->dev_minor)
-			end_scan(s, DA_END_HUNG);
-	}
-	walk_mgr_end_on(m->walks, fs->dev_major, fs->dev_minor, DA_WALK_END_HUNG);
-}
-
-static uint64_t cpu_ns(void)
-{
-	struct timespec ts;
-	/* the whole process: io-wq workers and engine threads are threads of it */
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* What a prefetched entry costs the daemon: its CPU time over the entries completed meanwhile. */
-static void account_cpu(struct scan_mgr *m)
-{
-	uint64_t cpu = cpu_ns(), n = m->completed_total - m->completed_from;
-	if (n >= 32 || !m->tick_fs) {
-		/* enough to stand for a figure, or CPU spent on no prefetch at all (probes, events) */
-		if (n >= 32 && !m->tick_listing) {
-			struct pol_fs *fs = m->tick_fs == 1 ? policy_fs_mount(m->pol, m->tick_major,
-						m->tick_minor, m->tick_magic, m->tick_mnt, now_ns()) : NULL;
-			policy_account_cpu(m->pol, fs, cpu - m->cpu_from_ns, n);
-		}
-		m->cpu_from_ns = cpu;
-		m->completed_from = m->completed_total;
-		m->tick_fs = 0;
-		m->tick_listing = false;
-	}
-}
-
-static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, void *data)
-{
-	struct scan_mgr *m = data;
-	struct scan *s = dir_data;
-	if (s->owner == DA_OWNER_WALK) {
-		struct dirahead_dir_info info;
-		dirahead_dir_get_info(dir, &info);
-		walk_on_dir_done(dir_data, error, &info);
-		update_timer(m);
-		return;
-	}
 	s->dir = NULL;
 	if (s->ending >= 0) {
 		free_scan(s);
@@ -1346,31 +1225,19 @@ static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, voi
 	end_scan(s, DA_END_VANISHED);
 }
 
-static void pump(struct scan_mgr *m)
-{
-	if (m->pump)
-		m->pump(m->pump_ctx);
-}
+static const struct host_ops scan_ops = {
+	.complete = scan_complete, .fs_of = scan_fs_of, .dir_done = scan_dir_done,
+};
 
-static int on_engine(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* The breaker of that filesystem opened: its scans end. */
+static void scan_hung(void *ctx, uint32_t dev_major, uint32_t dev_minor)
 {
-	struct scan_mgr *m = userdata;
-	(void)src;
-	(void)fd;
-	(void)revents;
-	int r = dirahead_engine_process(m->engine);
-	if (r < 0)
-		log_warn("prefetch engine: %s", strerror(-r));
-	pump(m); /* awake anyway: take what BPF queued without a wakeup */
-	return 0;
-}
-
-static int on_poll(sd_event_source *src, uint64_t usec, void *userdata)
-{
-	struct scan_mgr *m = userdata;
-	pump(m);
-	sd_event_source_set_time(src, usec + SCAN_POLL_USEC);
-	return 0;
+	struct scan_mgr *m = ctx;
+	for (struct scan *s = m->scans, *next; s; s = next) {
+		next = s->next;
+		if (s->ending < 0 && s->dev_major == dev_major && s->dev_minor == dev_minor)
+			end_scan(s, DA_END_HUNG);
+	}
 }
 
 /*
@@ -1396,13 +1263,12 @@ static bool bpf_lost(struct scan *s)
 	return true;
 }
 
-static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
+/* The host's tick: scans BPF lost, and idle ones, end. */
+static void scan_tick(void *ctx, uint64_t t)
 {
-	struct scan_mgr *m = userdata;
-	pump(m);
-	uint64_t t = now_ns(), idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
-	struct scan *s = m->scans, *next;
-	for (; s; s = next) {
+	struct scan_mgr *m = ctx;
+	uint64_t idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
+	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
 		if (s->ending >= 0)
 			continue;
@@ -1415,81 +1281,32 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 			end_scan(s, s->state == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
 		}
 	}
-	walk_mgr_tick(m->walks);
-	policy_check_hung(m->pol, t, breaker_opened, m);
-	account_cpu(m);
-	sd_event_source_set_time(src, usec + 250000);
-	update_timer(m);
-	return 0;
 }
 
-struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, char *err, size_t errlen)
+static bool scan_busy(const void *ctx)
+{
+	const struct scan_mgr *m = ctx;
+	return m->nscans || m->pending;
+}
+
+struct scan_mgr *scan_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct host *host, struct walk_mgr *walks)
 {
 	struct scan_mgr *m = calloc(1, sizeof(*m));
-	if (!m) {
-		snprintf(err, errlen, "out of memory");
+	if (!m)
 		return NULL;
-	}
-	m->loop = loop;
-	m->cfg = *cfg;
-	m->det = det;
-	m->st = st;
-	m->pol = policy_new(cfg);
-	if (!m->pol) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	m->cpu_from_ns = cpu_ns();
-	struct dirahead_engine_opts eo = {
-		.size = sizeof(eo), .backend = cfg->engine, .depth = cfg->depth_total,
-		.dir_depth = cfg->depth_per_scan, .on_complete = on_complete,
-		.on_dir_done = on_dir_done, .data = m, .stall_ms = SCAN_STALL_MS,
-		/* a walk lists open_dirs directories at once, on a network filesystem latency
-		 * bound: two walks' worth of readers (fixed at start) */
-		.readers = SCAN_READERS,
-		.cred_depth = cfg->depth_per_user, .on_stall = on_stall,
-	};
-	m->engine = dirahead_engine_new(&eo);
-	if (!m->engine) {
-		snprintf(err, errlen, "cannot start the prefetch engine: %s", strerror(errno));
-		goto fail;
-	}
-	m->openers = opener_new(loop, OPENERS, OPENERS_PER_USER, OPENER_STUCK_MS);
-	if (!m->openers) {
-		snprintf(err, errlen, "cannot start the openers: %s", strerror(errno));
-		goto fail;
-	}
-	m->walks = walk_mgr_new(cfg, det, st, m->engine, m->pol, m->openers, user_room, m);
-	if (!m->walks) {
-		snprintf(err, errlen, "cannot set up tree-ahead: %s", strerror(errno));
-		goto fail;
-	}
-	int r = sd_event_add_io(loop, &m->engine_src, dirahead_engine_fd(m->engine), EPOLLIN,
-				on_engine, m);
-	if (r >= 0)
-		r = sd_event_add_time_relative(loop, &m->timer_src, CLOCK_MONOTONIC, 250000, 50000,
-					       on_timer, m);
-	if (r >= 0)
-		r = sd_event_add_time_relative(loop, &m->poll_src, CLOCK_MONOTONIC, SCAN_POLL_USEC,
-					       SCAN_POLL_USEC / 4, on_poll, m);
-	if (r < 0) {
-		snprintf(err, errlen, "event loop: %s", strerror(-r));
-		goto fail;
-	}
-	sd_event_source_set_enabled(m->timer_src, SD_EVENT_OFF);
-	sd_event_source_set_enabled(m->poll_src, SD_EVENT_OFF);
+	*m = (struct scan_mgr){ .cfg = *cfg, .det = det, .st = st, .host = host, .walks = walks,
+				.engine = host_engine(host), .openers = host_openers(host),
+				.pol = host_policy(host) };
+	walk_mgr_set_room(walks, user_room, m);
+	host_add_client(host, &(struct host_client){ .tick = scan_tick, .hung = scan_hung,
+						      .busy = scan_busy, .ctx = m });
 	return m;
-fail:
-	scan_mgr_free(m);
-	return NULL;
 }
 
 void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
 {
 	m->cfg = *cfg;
-	policy_reconfigure(m->pol, cfg);
-	walk_mgr_reconfigure(m->walks, cfg);
 	if (!cfg->enabled) {
 		struct scan *s, *next;
 		for (s = m->scans; s; s = next) {
@@ -1503,12 +1320,7 @@ unsigned scan_mgr_active(const struct scan_mgr *m) { return m->active; }
 unsigned scan_mgr_walks(const struct scan_mgr *m) { return walk_mgr_count(m->walks); }
 unsigned scan_mgr_openers_stuck(const struct scan_mgr *m) { return opener_stuck(m->openers); }
 
-uint64_t scan_mgr_inflight(const struct scan_mgr *m)
-{
-	struct dirahead_engine_stats es;
-	dirahead_engine_get_stats(m->engine, &es);
-	return es.inflight;
-}
+uint64_t scan_mgr_inflight(const struct scan_mgr *m) { return host_inflight(m->host); }
 
 struct policy *scan_mgr_policy(struct scan_mgr *m) { return m->pol; }
 
@@ -1516,12 +1328,6 @@ void scan_mgr_set_timing_hook(struct scan_mgr *m, void (*fn)(void *), void *ctx)
 {
 	m->want_timing = fn;
 	m->want_timing_ctx = ctx;
-}
-
-void scan_mgr_set_pump(struct scan_mgr *m, void (*fn)(void *), void *ctx)
-{
-	m->pump = fn;
-	m->pump_ctx = ctx;
 }
 
 unsigned scan_mgr_probing(const struct scan_mgr *m)
@@ -1532,13 +1338,7 @@ unsigned scan_mgr_probing(const struct scan_mgr *m)
 	return n;
 }
 
-struct walk_mgr *scan_mgr_walk_mgr(struct scan_mgr *m) { return m->walks; }
-
-
-const char *scan_mgr_backend(const struct scan_mgr *m)
-{
-	return dirahead_engine_backend(m->engine) == DIRAHEAD_BACKEND_URING ? "io_uring" : "threads";
-}
+const char *scan_mgr_backend(const struct scan_mgr *m) { return host_backend(m->host); }
 
 static void walk_info_cb(const struct walk_info *w, void *ctx)
 {
@@ -1569,33 +1369,28 @@ void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, v
 	walk_mgr_foreach(m->walks, walk_info_cb, &fe);
 }
 
-void scan_mgr_free(struct scan_mgr *m)
+void scan_mgr_stop(struct scan_mgr *m)
 {
-	if (!m)
-		return;
-	struct scan *s, *next;
-	for (s = m->scans; s; s = next) {
+	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
 		if (s->ending < 0)
 			end_scan(s, DA_END_SHUTDOWN);
 	}
-	walk_mgr_free(m->walks);
-	/* Engine teardown abandons requests stuck on a hung filesystem instead of waiting. */
-	dirahead_engine_free(m->engine);
+}
+
+void scan_mgr_free(struct scan_mgr *m)
+{
+	if (!m)
+		return;
+	struct scan *s;
 	while ((s = m->scans)) {
 		m->scans = s->next;
 		discard(s);
 	}
-	sd_event_source_disable_unref(m->engine_src);
-	sd_event_source_disable_unref(m->timer_src);
-	sd_event_source_disable_unref(m->poll_src);
 	while (m->pending) {
 		struct pending *p = m->pending;
 		m->pending = p->next;
 		free(p);
 	}
-	/* Openers stuck on a hung filesystem are left to finish on their own. */
-	opener_free(m->openers);
-	policy_free(m->pol);
 	free(m);
 }

@@ -30,15 +30,20 @@ struct scan_info {
 	double age_s;
 };
 
-struct scan_mgr *scan_mgr_new(sd_event *loop, const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, char *err, size_t errlen);
+struct host;
+struct walk_mgr;
+/* Scans on host's engine, starting walks (walks: the peers they share the limits with).  NULL:
+ * out of memory. */
+struct scan_mgr *scan_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct host *host, struct walk_mgr *walks);
 /* The detector's events of scans (events.h routes them): SCAN, PROGRESS, END (scan_id != 0). */
 void scan_mgr_on_scan(struct scan_mgr *m, const struct dirahead_event *ev);
 void scan_mgr_on_progress(struct scan_mgr *m, const struct dirahead_event *ev);
 void scan_mgr_on_end(struct scan_mgr *m, const struct dirahead_event *ev);
 /* ev's thread listed another directory (a SCAN, or a walker's LISTING). */
 void scan_mgr_mark_interleaved(struct scan_mgr *m, const struct dirahead_event *ev);
-/* The config changed (reload): limits and rules apply to new and running scans. */
+/* The config changed (reload): limits and rules apply to new and running scans (the cost
+ * model's: host_reconfigure). */
 void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
 unsigned scan_mgr_walks(const struct scan_mgr *m);  /* walks running (walk.h) */
@@ -47,15 +52,14 @@ uint64_t scan_mgr_inflight(const struct scan_mgr *m);
 const char *scan_mgr_backend(const struct scan_mgr *m);
 /* fn(ctx) is called when a probe needs the programs' stats timed (detector_stat_timing). */
 void scan_mgr_set_timing_hook(struct scan_mgr *m, void (*fn)(void *), void *ctx);
-/* fn(ctx) drains the ring buffer (events_pump) whenever the engine or a timer woke the daemon. */
-void scan_mgr_set_pump(struct scan_mgr *m, void (*fn)(void *), void *ctx);
 /* Scans probing now (their stats may need timing: hooks.h). */
 unsigned scan_mgr_probing(const struct scan_mgr *m);
-struct walk_mgr *scan_mgr_walk_mgr(struct scan_mgr *m);
 /* The cost model's per-filesystem memory (policy.h), for stats and metrics. */
 struct policy *scan_mgr_policy(struct scan_mgr *m);
 void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx);
-/* Ends every scan (reason SHUTDOWN) and frees; never waits for a hung filesystem. */
+/* Ends every scan (reason SHUTDOWN); never waits for a hung filesystem. */
+void scan_mgr_stop(struct scan_mgr *m);
+/* Frees what is left, after the engine was stopped (host_stop_engine). */
 void scan_mgr_free(struct scan_mgr *m);
 
 #endif

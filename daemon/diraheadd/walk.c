@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "detector.h"
+#include "host.h"
 #include "log.h"
 #include "opener.h"
 #include "policy.h"
@@ -37,9 +38,10 @@
 enum wn_state { WN_NEW, WN_OPEN, WN_DONE, WN_FAILED };
 
 struct walk;
+static const struct host_ops walk_ops;
 
 struct wnode {
-	uint32_t owner;             /* DA_OWNER_WALK */
+	struct host_dir hd;         /* first: the engine's dir_data (host.h) */
 	struct walk *w;
 	struct wnode *parent;       /* NULL: the top, or a node dropped while its dir finishes */
 	struct wnode **kids;        /* subdirectories, sorted by the walk's order; [first, nkids) */
@@ -114,6 +116,7 @@ struct walk_mgr {
 	struct da_config cfg;
 	struct detector *det;
 	struct da_stats *st;
+	struct host *host;          /* the engine, the openers, the cost model (host.h) */
 	struct dirahead_engine *e;
 	struct policy *pol;
 	struct opener *openers;     /* shared with the scans (opener.h) */
@@ -140,9 +143,7 @@ struct open_job {
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return host_now_ns();
 }
 
 static int cmp_ino(const void *a, const void *b)
@@ -504,7 +505,7 @@ static struct wnode *node_new(struct walk *w, struct wnode *parent, const char *
 	struct wnode *n = calloc(1, sizeof(*n) + len + 1);
 	if (!n)
 		return NULL;
-	n->owner = DA_OWNER_WALK;
+	n->hd.ops = &walk_ops;
 	n->w = w;
 	n->parent = parent;
 	n->index = index;
@@ -538,13 +539,13 @@ static bool add_kid(struct walk *w, struct wnode *p, struct wnode *k)
 	return true;
 }
 
-void walk_fs_of(const void *dir_data, struct walk_fs *fs)
+static void walk_fs_of(const void *dir_data, struct host_fs *fs)
 {
 	const struct walk *w = ((const struct wnode *)dir_data)->w;
-	*fs = (struct walk_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id, w->list_only };
+	*fs = (struct host_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id, w->list_only };
 }
 
-void walk_on_complete(const struct dirahead_completion *c)
+static void walk_on_complete(const struct dirahead_completion *c)
 {
 	struct wnode *n = c->dir_data;
 	struct walk *w = n->w;
@@ -591,9 +592,11 @@ void walk_on_complete(const struct dirahead_completion *c)
 	pump(w);
 }
 
-void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info *info)
+static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
 {
 	struct wnode *n = dir_data;
+	struct dirahead_dir_info info;
+	dirahead_dir_get_info(dir, &info);
 	struct walk *w = n->w;
 	struct walk_mgr *m = w->mgr;
 	n->dir = NULL;
@@ -621,9 +624,9 @@ void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info 
 	}
 	/* (not the top: the program has just listed it itself, it is cached whatever the
 	 * filesystem) */
-	if (!error && info && n != w->root && policy_enabled(m->pol) &&
-	    policy_list_account(m->pol, walk_fs(w), info->list_ns, info->list_cpu_ns,
-				info->first_read_ns, now_ns()) ==
+	if (!error && n != w->root && policy_enabled(m->pol) &&
+	    policy_list_account(m->pol, walk_fs(w), info.list_ns, info.list_cpu_ns,
+				info.first_read_ns, now_ns()) ==
 		    POL_FAST && w->list_only) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
 		end_walk(w, DA_WALK_END_FAST);
@@ -631,6 +634,10 @@ void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info 
 	}
 	pump(w);
 }
+
+static const struct host_ops walk_ops = {
+	.complete = walk_on_complete, .fs_of = walk_fs_of, .dir_done = walk_on_dir_done,
+};
 
 static const struct open_how up_how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 					 .resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
@@ -1168,10 +1175,24 @@ void walk_mgr_end_on(struct walk_mgr *m, uint32_t dev_major, uint32_t dev_minor,
 	}
 }
 
+static void walk_hung(void *ctx, uint32_t dev_major, uint32_t dev_minor)
+{
+	walk_mgr_end_on(ctx, dev_major, dev_minor, DA_WALK_END_HUNG);
+}
+
+static void walk_tick(void *ctx, uint64_t now)
+{
+	(void)now;
+	walk_mgr_tick(ctx);
+}
+
+static bool walk_busy(const void *ctx)
+{
+	return walk_mgr_busy(ctx);
+}
+
 struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
-			      struct opener *openers,
-			      bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup), void *room_ctx)
+			      struct da_stats *st, struct host *host)
 {
 	struct walk_mgr *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -1179,12 +1200,20 @@ struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
 	m->cfg = *cfg;
 	m->det = det;
 	m->st = st;
-	m->e = e;
-	m->pol = pol;
-	m->openers = openers;
-	m->room = room;
-	m->room_ctx = room_ctx;
+	m->host = host;
+	m->e = host_engine(host);
+	m->pol = host_policy(host);
+	m->openers = host_openers(host);
+	host_add_client(host, &(struct host_client){ .tick = walk_tick, .hung = walk_hung,
+						      .busy = walk_busy, .ctx = m });
 	return m;
+}
+
+void walk_mgr_set_room(struct walk_mgr *m, bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup),
+		       void *ctx)
+{
+	m->room = room;
+	m->room_ctx = ctx;
 }
 
 void walk_mgr_reconfigure(struct walk_mgr *m, const struct da_config *cfg)

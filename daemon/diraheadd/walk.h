@@ -26,12 +26,8 @@
 #include "dirahead_event.h"
 #include "stats.h"
 
-/* First field of the engine's dir_data of scans and of walks, to tell them apart. */
-#define DA_OWNER_SCAN 0x5343414eu
-#define DA_OWNER_WALK 0x57414c4bu
-
 struct detector;
-struct policy;
+struct host;
 struct walk_mgr;
 
 struct walk_info {
@@ -44,13 +40,13 @@ struct walk_info {
 	double age_s;
 };
 
-struct opener;
+/* Walks on host's engine (they join its tick and breaker).  NULL: out of memory. */
+struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
+			      struct da_stats *st, struct host *host);
 /* room(ctx, uid, cgroup): whether that user and that cgroup may have one more scan or walk
  * (the scans' limits per user and cgroup; walks count as scans). */
-struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct dirahead_engine *e, struct policy *pol,
-			      struct opener *openers,
-			      bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup), void *room_ctx);
+void walk_mgr_set_room(struct walk_mgr *w, bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup),
+		       void *ctx);
 /* Adds the walks of uid to *user and those of cgroup to *cgroup. */
 void walk_mgr_count_of(const struct walk_mgr *w, uint32_t uid, uint64_t cgroup, unsigned *user,
 		       unsigned *cgroup_n);
@@ -73,16 +69,6 @@ bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid, uint32_t dev_majo
 void walk_mgr_on_listing(struct walk_mgr *w, const struct dirahead_event *ev);
 /* DIRAHEAD_EV_END with scan_id 0: the walker is gone. */
 void walk_mgr_on_exit(struct walk_mgr *w, const struct dirahead_event *ev);
-/* The filesystem a walk's directory is on (dir_data of DA_OWNER_WALK), for the cost model. */
-struct walk_fs {
-	uint32_t dev_major, dev_minor;
-	uint64_t magic, mnt_id;
-	bool list_only;            /* the walk lists only: its CPU goes to listings, not entries */
-};
-void walk_fs_of(const void *dir_data, struct walk_fs *fs);
-/* Engine callbacks for dir_data whose owner is DA_OWNER_WALK (info: the directory's, if known). */
-void walk_on_complete(const struct dirahead_completion *c);
-void walk_on_dir_done(void *dir_data, int error, const struct dirahead_dir_info *info);
 /* Ends idle walks and walks on filesystems where prefetch stopped paying, lets go of watched
  * processes that did not walk; true while any walk or watch is left. */
 bool walk_mgr_tick(struct walk_mgr *w);
