@@ -4,7 +4,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
 #include "detector.h"
 #include "dirahead.h"
-#include "fsmagic.h"
+#include "gate.h"
 #include "host.h"
 #include "log.h"
 #include "opener.h"
@@ -181,50 +179,6 @@ static struct scan *find_scan_id(struct scan_mgr *m, uint64_t id)
 	return NULL;
 }
 
-static bool list_match(const struct da_strlist *l, const char *s)
-{
-	for (int i = 0; i < l->n; i++)
-		if (fnmatch(l->v[i], s, 0) == 0)
-			return true;
-	return false;
-}
-
-static bool prefix_match(const struct da_strlist *l, const char *path)
-{
-	for (int i = 0; i < l->n; i++) {
-		size_t n = strlen(l->v[i]);
-		while (n > 1 && l->v[i][n - 1] == '/')
-			n--;
-		if (!strncmp(path, l->v[i], n) && (path[n] == '/' || path[n] == '\0' || n == 1))
-			return true;
-	}
-	return false;
-}
-
-/* include list empty = everything; exclude wins. */
-static bool allowed(const struct da_strlist *inc, const struct da_strlist *exc, const char *s,
-		    bool (*match)(const struct da_strlist *, const char *))
-{
-	if (match(exc, s))
-		return false;
-	return inc->n == 0 || match(inc, s);
-}
-
-/* The [filter] cgroup lists, checked against the process's cgroup v2 path now.  A cgroup that
- * cannot be read (the process is gone) admits nothing a cgroup filter would have to judge. */
-static bool cgroup_allowed(const struct scan_mgr *m, uint32_t pid)
-{
-	char cg[4096];
-	if (!m->cfg.cgroup_include.n && !m->cfg.cgroup_exclude.n)
-		return true;
-	int r = cgroup_of(pid, cg, sizeof(cg));
-	if (r < 0) {
-		log_debug("pid %u: cannot read its cgroup: %s", pid, strerror(-r));
-		return false;
-	}
-	return allowed(&m->cfg.cgroup_include, &m->cfg.cgroup_exclude, cg, cgroup_match);
-}
-
 static void update_timer(struct scan_mgr *m)
 {
 	host_update(m->host);
@@ -310,8 +264,12 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	free_scan(s);
 }
 
+/* The one place a skip is acted on: counted, logged, and BPF told to mute the process there
+ * (prefetch does not pay for it) or to forget the scan. */
 static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_skip_reason why)
 {
+	if (why == DA_SKIP_DRY_RUN)
+		log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, ev->comm, ev->path);
 	m->st->skips[why]++;
 	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
 		  da_skip_reason_names[why]);
@@ -575,27 +533,19 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	m->st->scans_confirmed++;
 	if (ev->flags & DIRAHEAD_EVF_UNLISTED)
 		m->st->scans_unlisted++;
-	if (!m->cfg.enabled)
+	struct gate_verdict v = gate_event(&m->cfg, ev);
+	if (v.act == GATE_IGNORE)
 		return;
 	mark_interleaved(m, ev);
-	char comm[DIRAHEAD_COMM_LEN + 1];
-	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
-	comm[DIRAHEAD_COMM_LEN] = '\0';
-	if (!allowed(&m->cfg.comm_include, &m->cfg.comm_exclude, comm, list_match))
-		return skip(m, ev, DA_SKIP_FILTERED);
-	if (!cgroup_allowed(m, ev->tgid))
-		return skip(m, ev, DA_SKIP_FILTERED);
-	if ((ev->flags & DIRAHEAD_EVF_UNLISTED) && !ev->dev_major && !ev->dev_minor) {
-		if (m->cfg.dry_run) {
-			log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, comm, ev->path);
-			return skip(m, ev, DA_SKIP_DRY_RUN);
-		}
+	if (v.act == GATE_SKIP) {
+		skip(m, ev, v.why);
+	} else if (v.act == GATE_RESOLVE) {
 		int why = start_resolving(m, ev);
 		if (why)
 			skip(m, ev, (enum da_skip_reason)why);
-		return;
+	} else {
+		admit(m, ev, ev->dev_major, ev->dev_minor, ev->ino, -1, DIRAHEAD_ORDER_READDIR);
 	}
-	admit(m, ev, ev->dev_major, ev->dev_minor, ev->ino, -1, DIRAHEAD_ORDER_READDIR);
 }
 
 /* A confirmed scan whose directory is known: the filters, the limits and the start rule.
@@ -611,45 +561,60 @@ static void admit(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t 
 		close(pre_fd); /* not taken: skipped */
 }
 
+/* The gate's questions (gate_facts), about the scan the event is of: BPF names its directory
+ * bdev:bino. */
+struct gate_ask {
+	struct scan_mgr *m;
+	uint32_t bdev_major, bdev_minor;
+	uint64_t bino;
+};
+
+static bool ask_hung(void *ctx, const struct dirahead_event *ev)
+{
+	struct scan_mgr *m = ((struct gate_ask *)ctx)->m;
+	return policy_hung(policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic,
+					   ev->mnt_id, now_ns()), now_ns()) ||
+	       opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid);
+}
+
+static enum gate_dup ask_dup(void *ctx, const struct dirahead_event *ev)
+{
+	const struct gate_ask *a = ctx;
+	const struct scan *dup = find_scan(a->m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+	if (!dup)
+		return GATE_DUP_NONE;
+	return dup->bdev_major == a->bdev_major && dup->bdev_minor == a->bdev_minor &&
+	       dup->bino == a->bino ? GATE_DUP_STALE : GATE_DUP_OTHER;
+}
+
+static bool ask_walking(void *ctx, const struct dirahead_event *ev)
+{
+	const struct gate_ask *a = ctx;
+	return walk_mgr_walking(a->m->walks, ev->tgid, ev->dev_major, ev->dev_minor);
+}
+
 static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
 		       uint32_t bdev_minor, uint64_t bino, int *pre_fd, enum dirahead_order pre_order)
 {
 	char comm[DIRAHEAD_COMM_LEN + 1];
 	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
 	comm[DIRAHEAD_COMM_LEN] = '\0';
-	if (fsmagic_is_pseudo(ev->magic))
-		return skip(m, ev, DA_SKIP_PSEUDO_FS);
-	const char *fsname = fsmagic_name(ev->magic);
-	if (!allowed(&m->cfg.fs_include, &m->cfg.fs_exclude, fsname ? fsname : "unknown", list_match))
-		return skip(m, ev, DA_SKIP_FILTERED);
-	if (ev->dir_size < m->cfg.min_dir_size)
-		return skip(m, ev, DA_SKIP_SMALL);
-	/* the breaker: its requests (or an opener) hang there, send it nothing new */
-	if (policy_hung(policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
-					now_ns()), now_ns()) ||
-	    opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid))
-		return skip(m, ev, DA_SKIP_FS_HUNG);
-	struct scan *dup = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
-	if (dup && dup->bdev_major == bdev_major && dup->bdev_minor == bdev_minor &&
-	    dup->bino == bino) {
-		/* BPF keeps one scan per process and directory: it ended that one (its END was
-		 * lost, or is still queued behind this) */
+	struct gate_ask ask = { m, bdev_major, bdev_minor, bino };
+	const struct gate_facts facts = { .hung = ask_hung, .dup = ask_dup, .walking = ask_walking,
+					  .ctx = &ask };
+	struct gate_verdict v = gate_dir(&m->cfg, ev, &facts);
+	if (v.end_stale) {
+		struct scan *dup = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
+		assert(dup);
 		dup->bpf_gone = true;
 		if (dup->state == SCAN_PROBING)
 			drop_probing(dup, NULL, DA_SKIP_PROBE_ENDED);
 		else
 			end_scan(dup, DA_END_COMPLETED);
-	} else if (dup) {
-		return skip(m, ev, DA_SKIP_DUPLICATE); /* listed, and stat'ed by path as well */
 	}
-	/* its stats are served by the walk: timing them would judge our own prefetch (a walk covers
-	 * one filesystem: the detector reports the walker's listings there only) */
-	if (walk_mgr_walking(m->walks, ev->tgid, ev->dev_major, ev->dev_minor))
-		return skip(m, ev, DA_SKIP_WALKED);
-	if (m->cfg.dry_run) {
-		log_debug("scan (dry run): pid %u (%s) %.256s", ev->tgid, comm, ev->path);
-		return skip(m, ev, DA_SKIP_DRY_RUN);
-	}
+	if (v.act == GATE_SKIP)
+		return skip(m, ev, v.why);
+	assert(v.act == GATE_ADMIT);
 
 	/* The start rule: is prefetch worth it for this scan, on this filesystem? */
 	enum pol_action act = POL_START;
@@ -873,10 +838,10 @@ static void opened(void *arg)
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	ssize_t n = readlink(link, real, sizeof(real) - 1);
 	real[n > 0 ? n : 0] = '\0';
-	if ((m->cfg.path_include.n || m->cfg.path_exclude.n) &&
-	    !allowed(&m->cfg.path_include, &m->cfg.path_exclude, real, prefix_match)) {
+	struct gate_verdict v = gate_path(&m->cfg, real);
+	if (v.act == GATE_SKIP) {
 		close(fd);
-		drop_opening(s, DA_SKIP_FILTERED);
+		drop_opening(s, v.why);
 		return;
 	}
 	s->limit = s->app_pos + s->window;
