@@ -14,6 +14,7 @@
 #include "detector.h"
 #include "dirahead.h"
 #include "gate.h"
+#include "judge.h"
 #include "host.h"
 #include "log.h"
 #include "opener.h"
@@ -56,27 +57,8 @@ struct scan {
 	uint64_t completed, failed; /* prefetch requests finished */
 	uint64_t hits, misses, late, consecutive_misses;
 	uint64_t start_ns, last_ns;
-	/* the cost model's view (policy.h) */
-	struct pol_sample at_scan;  /* signals at the SCAN event */
-	struct pol_sample judge_from; /* start of the stretch being judged (valid if judging) */
-	uint64_t late_from;         /* s->late at judge_from */
-	bool judging, judged;
-	/* the program listed another directory since the stretch began (a walker descending from
-	 * here): the time between this scan's stats is then its walk below, not a stat's cost */
-	bool interleaved;
-	bool timed_probe;           /* the probe runs (again) with stat timing on */
-	unsigned probe_rounds;      /* probe stretches waited for timed stats */
-	unsigned rate_rounds;       /* probe stretches by rate before timing */
-	uint64_t timed_from_ns;     /* when timing was (known to be) attached for it */
-	struct pol_cost before;     /* the program's cost without prefetch */
+	struct judge j;             /* the cost model's view of it (judge.h) */
 	unsigned depth;             /* requests in flight now */
-	/* A control stretch (see pays_off): the window is held until the program has passed it,
-	 * then CONTROL_STATS of its stats are measured without prefetch. */
-	enum { CTL_NONE, CTL_WAIT, CTL_MEASURE, CTL_DONE } control;
-	uint64_t ctl_limit;         /* the window held (CTL_WAIT) */
-	struct pol_sample ctl_from; /* the control stretch began here (CTL_MEASURE) */
-	struct pol_cost ctl_after;  /* the stretch with prefetch it is compared with */
-	double ctl_late;
 	struct dirahead_cred cred;  /* the program's, when prefetch started: all I/O runs with it */
 	uint64_t cgroup_id;
 };
@@ -122,9 +104,6 @@ struct pending {
 	bool ended;                 /* its END came meanwhile */
 };
 #define PENDING_MAX 16
-/* Confirming stats this many times slower than the start rule's threshold have the probe timed
- * from its start (below it, the probe's rate decides first). */
-#define TIME_AT_ONCE 4.0
 
 static const struct host_ops scan_ops;
 
@@ -472,21 +451,27 @@ static void mark_interleaved(struct scan_mgr *m, const struct dirahead_event *ev
 	for (struct scan *o = m->scans; o; o = o->next)
 		if (o->tgid == ev->tgid && o->tid == ev->tid &&
 		    !(o->dev_major == ev->dev_major && o->dev_minor == ev->dev_minor && o->ino == ev->ino))
-			o->interleaved = true;
-}
-
-/* The probe's rate is slow enough that only timing its stats can tell (else it decides alone). */
-static bool rate_needs_timing(const struct scan_mgr *m, const struct scan *s, const struct pol_cost *c)
-{
-	return !(c->gap_ns >= 0 && c->gap_ns < TIME_AT_ONCE * policy_threshold_ns(m->pol, scan_fs(s)));
+			o->j.interleaved = true;
 }
 
 static void want_timing(struct scan *s)
 {
-	s->timed_probe = true;
+	s->j.timed_probe = true;
 	if (s->mgr->want_timing)
 		s->mgr->want_timing(s->mgr->want_timing_ctx);
-	s->timed_from_ns = now_ns(); /* the hook attaches synchronously */
+	s->j.timed_from_ns = now_ns(); /* the hook attaches synchronously */
+}
+
+static struct pol_fs *who_fs(const void *ctx)
+{
+	return scan_fs(ctx);
+}
+
+/* The scan, to the judge. */
+static struct judge_who who_of(const struct scan *s)
+{
+	return (struct judge_who){ .pol = s->mgr->pol, .fs = who_fs, .ctx = s, .path = s->path,
+				   .tgid = s->tgid, .now_ns = now_ns() };
 }
 
 /* Which directory a run of stats by path is in: resolved in an opener thread (the filesystem
@@ -593,12 +578,66 @@ static bool ask_walking(void *ctx, const struct dirahead_event *ev)
 	return walk_mgr_walking(a->m->walks, ev->tgid, ev->dev_major, ev->dev_minor);
 }
 
+/* The filesystem of an event's directory, before there is a scan of it. */
+struct gate_ask_fs {
+	struct scan_mgr *m;
+	const struct dirahead_event *ev;
+};
+
+static struct pol_fs *ev_fs(const void *ctx)
+{
+	const struct gate_ask_fs *a = ctx;
+	const struct dirahead_event *ev = a->ev;
+	return policy_fs_mount(a->m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
+			       now_ns());
+}
+
+/* A scan of ev's directory (BPF's name for it: a), not linked in yet; pre_fd is taken. */
+static struct scan *new_scan(struct scan_mgr *m, const struct dirahead_event *ev,
+			     const struct gate_ask *a, int *pre_fd, enum dirahead_order pre_order)
+{
+	struct scan *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	*s = (struct scan){
+		.hd = { &scan_ops }, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
+		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
+		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
+		.tid = ev->tid, .bdev_major = a->bdev_major, .bdev_minor = a->bdev_minor,
+		.bino = a->bino, .unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
+		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
+		.stats_seen = ev->stats, .app_pos = ev->stats, .window = first_window(m, ev),
+		.start_ns = now_ns(),
+	};
+	*pre_fd = -1; /* the scan's now */
+	s->last_ns = s->start_ns;
+	memcpy(s->comm, ev->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+	if (ev->ref & DIRAHEAD_REF_PATH)
+		snprintf(s->path, sizeof(s->path), "%.*s", DIRAHEAD_PATH_LEN - 1, ev->path);
+	else
+		snprintf(s->path, sizeof(s->path), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
+			 (unsigned long long)ev->ino);
+	return s;
+}
+
+/* Its stats are timed or its rate measured before the cost model decides.  0, or a skip reason. */
+static int start_probing(struct scan *s, const struct dirahead_event *ev, bool timed)
+{
+	struct scan_mgr *m = s->mgr;
+	if (timed)
+		want_timing(s);
+	/* hear from BPF again once probe_stats more stats were made */
+	if (detector_scan_step(m->det, s->id, policy_probe_stats(m->pol)) < 0)
+		return DA_SKIP_ENGINE;
+	log_debug("scan probing: pid %u (%s) %s (%llu confirming stats, %.1f us apart)", s->tgid,
+		  s->comm, s->path, (unsigned long long)ev->stats, s->j.before.gap_ns / 1e3);
+	return 0;
+}
+
 static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
 		       uint32_t bdev_minor, uint64_t bino, int *pre_fd, enum dirahead_order pre_order)
 {
-	char comm[DIRAHEAD_COMM_LEN + 1];
-	memcpy(comm, ev->comm, DIRAHEAD_COMM_LEN);
-	comm[DIRAHEAD_COMM_LEN] = '\0';
 	struct gate_ask ask = { m, bdev_major, bdev_minor, bino };
 	const struct gate_facts facts = { .hung = ask_hung, .dup = ask_dup, .walking = ask_walking,
 					  .ctx = &ask };
@@ -617,69 +656,23 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	assert(v.act == GATE_ADMIT);
 
 	/* The start rule: is prefetch worth it for this scan, on this filesystem? */
-	enum pol_action act = POL_START;
-	struct pol_sample smp;
-	struct pol_cost cost;
-	pol_sample_of(&smp, ev);
-	pol_cost_between(NULL, &smp, &cost);
-	if (policy_enabled(m->pol)) {
-		struct pol_fs *fs = policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic,
-						    ev->mnt_id, now_ns());
-		act = policy_on_scan(m->pol, fs, &cost, now_ns());
-		if (act == POL_SKIP_FAST)
-			return skip(m, ev, DA_SKIP_FAST);
-		if (act == POL_SKIP_NO_GAIN)
-			return skip(m, ev, DA_SKIP_FS_NO_GAIN);
-		/* Started at once (the filesystem pays): one or two confirming stats are a poor
-		 * baseline for the pay-off rule; what programs took per stat here before is better. */
-		if (act == POL_START && fs->before_ns > 0)
-			cost.gap_ns = fs->before_ns;
-	}
-
-	struct scan *s = calloc(1, sizeof(*s));
+	struct gate_ask_fs at = { m, ev };
+	struct judge_who w = { .pol = m->pol, .fs = ev_fs, .ctx = &at, .path = ev->path,
+			       .tgid = ev->tgid, .now_ns = now_ns() };
+	struct judge j = { 0 };
+	struct judge_verdict jv = judge_start(&j, &w, ev);
+	if (jv.act == JUDGE_FAST || jv.act == JUDGE_NO_GAIN)
+		return skip(m, ev, jv.act == JUDGE_FAST ? DA_SKIP_FAST : DA_SKIP_FS_NO_GAIN);
+	struct scan *s = new_scan(m, ev, &ask, pre_fd, pre_order);
 	if (!s)
 		return skip(m, ev, DA_SKIP_ENGINE);
-	*s = (struct scan){
-		.hd = { &scan_ops }, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
-		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
-		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
-		.tid = ev->tid, .bdev_major = bdev_major, .bdev_minor = bdev_minor, .bino = bino,
-		.unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
-		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
-		.stats_seen = ev->stats, .app_pos = ev->stats, .window = first_window(m, ev),
-		.start_ns = now_ns(), .at_scan = smp, .before = cost,
-	};
-	*pre_fd = -1; /* the scan's now */
-	s->last_ns = s->start_ns;
-	memcpy(s->comm, comm, sizeof(s->comm));
-	s->comm[sizeof(s->comm) - 1] = '\0';
-	if (ev->ref & DIRAHEAD_REF_PATH)
-		snprintf(s->path, sizeof(s->path), "%.*s", DIRAHEAD_PATH_LEN - 1, ev->path);
-	else
-		snprintf(s->path, sizeof(s->path), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
-			 (unsigned long long)ev->ino);
-	if (act == POL_PROBE) {
-		/* Time the probe's stats only if the progress rate cannot tell: a program that is
-		 * quick between its stats has fast stats, whatever else it does.  Timing costs every
-		 * syscall on the machine while attached, and the few confirming stats right after a
-		 * listing or at a program's start are its slowest: up to TIME_AT_ONCE times the
-		 * threshold, the probe's own rate decides first (end_probe times a probe it leaves
-		 * undecided). */
-		if (rate_needs_timing(m, s, &cost))
-			want_timing(s);
-		/* hear from BPF again once probe_stats more stats were made */
-		if (detector_scan_step(m->det, s->id, policy_probe_stats(m->pol)) < 0) {
-			discard(s);
-			return skip(m, ev, DA_SKIP_ENGINE);
-		}
-		log_debug("scan probing: pid %u (%s) %s (%llu confirming stats, %.1f us apart)", s->tgid,
-			  s->comm, s->path, (unsigned long long)ev->stats, cost.gap_ns / 1e3);
-	} else {
-		int why = start_opening(s, ev);
-		if (why) {
-			discard(s);
-			return skip(m, ev, (enum da_skip_reason)why);
-		}
+	s->j = j;
+	int why = jv.act == JUDGE_PROBE ? start_probing(s, ev, jv.want_timing) : start_opening(s, ev);
+	if (why) {
+		*pre_fd = s->pre_fd; /* not taken */
+		s->pre_fd = -1;
+		discard(s);
+		return skip(m, ev, (enum da_skip_reason)why);
 	}
 	s->next = m->scans;
 	m->scans = s;
@@ -687,65 +680,27 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	update_timer(m);
 }
 
-/* Probe stretches a timed probe may wait for its stats to be timed before the rate decides. */
-#define PROBE_ROUNDS_MAX 4
-/* Probe stretches by rate alone before a little slow one is timed. */
-#define RATE_ROUNDS_MAX 2
-
-/* The probe is over (its PROGRESS event): prefetch, or leave the program alone. */
+/* The probe's PROGRESS event: prefetch, or leave the program alone. */
 static void end_probe(struct scan *s, const struct dirahead_event *ev)
 {
 	struct scan_mgr *m = s->mgr;
-	struct pol_sample now;
+	struct judge_who w = who_of(s);
 	struct pol_cost cost;
-	pol_sample_of(&now, ev);
-	/* the stretch after the SCAN event: sys_enter timing is attached from then on */
-	pol_cost_between(&s->at_scan, &now, &cost);
-	if (cost.lat_ns < 0 && cost.gap_ns < 0)
-		pol_cost_between(NULL, &now, &cost);
-	struct pol_fs *fs = scan_fs(s);
-	if (s->interleaved)
-		cost.gap_ns = -1; /* a walk below it, not the cost of its stats */
-	/* untimed, and the rate does not say "fast" */
-	bool undecided = cost.lat_ns < 0 &&
-			 (cost.gap_ns < 0 || cost.gap_ns >= policy_threshold_ns(m->pol, fs));
-	if (undecided && !s->timed_probe && !rate_needs_timing(m, s, &cost) &&
-	    s->rate_rounds++ < RATE_ROUNDS_MAX) {
-		/* a little slow: a stretch the program was off the CPU for (a small machine, the
-		 * daemon busy with this very scan) looks so too; another stretch by rate first */
-		s->at_scan = now;
-		s->interleaved = false;
+	struct judge_verdict v = judge_probe(&s->j, &w, ev, &cost);
+	if (v.act == JUDGE_WAIT) {
+		if (v.want_timing)
+			want_timing(s);
 		return;
 	}
-	if (undecided && !s->timed_probe) {
-		/* slow between stats, but are the stats slow?  Probe once more, timed. */
-		want_timing(s);
-		s->at_scan = now;
-		s->interleaved = false;
-		return;
-	}
-	if (undecided && s->probe_rounds < PROBE_ROUNDS_MAX) {
-		/* Timing is attached while the program runs on, and its events queue meanwhile:
-		 * stretches made before the tracepoint was live say nothing, and a rate alone over
-		 * a few stats overstates (its first stats after a listing are its slowest).  Wait
-		 * for timed ones, a few stretches made since the attach at most. */
-		if (ev->stat_last_ns < s->timed_from_ns)
-			s->at_scan = now;
-		else
-			s->probe_rounds++;
-		return;
-	}
+	assert(v.act == JUDGE_DECIDE);
 	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor))
 		return drop_probing(s, ev, DA_SKIP_WALKED);
-	bool fast = policy_after_probe(m->pol, fs, &cost, now_ns()) == POL_SKIP_FAST;
-	log_debug("scan of %s by pid %u: stats cost %.1f us timed, %.1f us apart (%llu timed), "
-		  "prefetch pays above %.1f us: %s",
-		  s->path, s->tgid, cost.lat_ns / 1e3, cost.gap_ns / 1e3,
-		  (unsigned long long)(now.lat_n - s->at_scan.lat_n),
-		  policy_threshold_ns(m->pol, fs) / 1e3, fast ? "fast" : "start");
-	if (fast)
+	struct pol_sample now;
+	pol_sample_of(&now, ev);
+	w.now_ns = now_ns();
+	v = judge_after_probe(&s->j, &w, &cost, now.lat_n - s->j.at_scan.lat_n);
+	if (v.act == JUDGE_FAST)
 		return drop_probing(s, ev, DA_SKIP_FAST);
-	s->before = cost;
 	int why = start_opening(s, ev);
 	if (why)
 		drop_probing(s, ev, (enum da_skip_reason)why);
@@ -869,69 +824,37 @@ static void opened(void *arg)
 	detector_scan_step(m->det, s->id, progress_step(s));
 }
 
-/* A first judgment that prefetch pays by less than this, on a filesystem where it has not paid
- * yet, is checked against a control stretch first: the probe (a few stats, right after the
- * listing, where programs do their one-off work and some filesystems their own) can overstate
- * the program's cost without prefetch by as much (measured on sshfs: 234 us per stat probed,
- * 82 us on average over the whole `ls -l`). */
-#define CONTROL_FACTOR 4.0
-#define CONTROL_STATS 32
-
-static void log_judgment(struct scan *s, const struct pol_cost *before, const struct pol_cost *after,
-		   bool ok, const char *what)
+/* The pay-off rule's verdict (judge_payoff) acted on: false if the scan is to end (no gain). */
+static bool act_on_judgment(struct scan *s, const struct judge_verdict *v)
 {
 	struct scan_mgr *m = s->mgr;
-	double b, a;
-	policy_judged_costs(before, after, &b, &a);
-	if (b > 0 && a >= 0) {
+	if (v->judged) {
 		m->st->judged++;
-		m->st->judged_before_s += b / 1e9;
-		m->st->judged_after_s += a / 1e9;
+		m->st->judged_before_s += v->before_s;
+		m->st->judged_after_s += v->after_s;
 	}
-	log_debug("scan of %s by pid %u: stats cost %.1f us %s, %.1f us with prefetch: %s, depth %u",
-		  s->path, s->tgid, b / 1e3, what, a / 1e3, ok ? "pays" : "no gain",
-		  policy_depth(m->pol, scan_fs(s)));
-}
-
-/* The control stretch: the program without prefetch, measured now, against the stretch with
- * prefetch just before it.  Returns the verdict once measured (true until then). */
-static bool control(struct scan *s, const struct pol_sample *now, bool final)
-{
-	struct scan_mgr *m = s->mgr;
-	if (final)
-		return true;
-	if (s->control == CTL_WAIT) {
-		if (s->app_pos <= s->ctl_limit)
-			return true; /* still in what was fetched */
-		s->control = CTL_MEASURE;
-		s->ctl_from = *now;
-		detector_scan_step(m->det, s->id, CONTROL_STATS);
-		return true;
+	if (v->reset_misses)
+		s->consecutive_misses = 0;
+	if (v->step != JUDGE_STEP_KEEP)
+		detector_scan_step(m->det, s->id, v->step == JUDGE_STEP_CONTROL ? JUDGE_CONTROL_STATS
+										 : progress_step(s));
+	if (v->want_timing)
+		want_timing(s);
+	if (v->depth && s->dir) {
+		s->depth = v->depth;
+		dirahead_dir_set_depth(s->dir, v->depth);
 	}
-	if (now->stats < s->ctl_from.stats + CONTROL_STATS)
-		return true;
-	struct pol_cost before;
-	pol_cost_between(&s->ctl_from, now, &before);
-	s->control = CTL_DONE;
-	s->consecutive_misses = 0;
-	detector_scan_step(m->det, s->id, progress_step(s));
-	bool ok = policy_judge(m->pol, scan_fs(s), &before, &s->ctl_after, s->ctl_late, now_ns());
-	log_judgment(s, &before, &s->ctl_after, ok, "without prefetch (control)");
-	s->before = before;
-	s->judged = true;
-	s->judge_from = *now;
-	s->late_from = s->late;
-	return ok;
+	return v->act != JUDGE_NO_GAIN;
 }
 
 /* Room for a control stretch: the directory goes on well past the window. */
 static bool control_room(const struct scan *s)
 {
 	struct dirahead_dir_info info;
-	if (!s->dir || s->interleaved)
+	if (!s->dir)
 		return false;
 	dirahead_dir_get_info(s->dir, &info);
-	return !info.eof || info.read > s->limit + 2 * CONTROL_STATS;
+	return !info.eof || info.read > s->limit + 2 * JUDGE_CONTROL_STATS;
 }
 
 /*
@@ -941,66 +864,20 @@ static bool control_room(const struct scan *s)
 static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final)
 {
 	struct scan_mgr *m = s->mgr;
-	struct pol_sample now;
-	pol_sample_of(&now, ev);
 	if (!policy_enabled(m->pol) || s->state == SCAN_PROBING || s->state == SCAN_OPENING)
 		return true;
 	/* Its process walks this filesystem: the walk's requests and listings below weigh on its
 	 * stats here; what this scan shows is the walk's doing, not its own. */
 	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor))
 		return true;
-	if (s->control == CTL_WAIT || s->control == CTL_MEASURE)
-		return control(s, &now, final);
-	if (!s->judging) {
-		/* the first event once something is fetched opens the first stretch (a directory
-		 * read whole before its first fetch, to sort it, is no stretch of prefetch yet) */
-		if (!s->completed)
-			return true;
-		s->judging = true;
-		s->judge_from = now;
-		s->late_from = s->late;
-		s->interleaved = false;
-		if (s->before.lat_ns >= 0)
-			want_timing(s); /* time the stretch too: like with like (policy_judge) */
-		return true;
-	}
-	uint64_t n = now.stats - s->judge_from.stats, need = policy_gain_stats(m->pol);
-	if (n < need && !(final && !s->judged && n >= need / 4))
-		return true;
-	struct pol_cost after, before = s->before;
-	pol_cost_between(&s->judge_from, &now, &after);
-	if (s->interleaved)
-		after.gap_ns = before.gap_ns = -1; /* its walk below, not its stats: durations only */
-	double late = n ? (double)(s->late - s->late_from) / (double)n : 0;
-	struct pol_fs *fs = scan_fs(s);
-	double b, a;
-	policy_judged_costs(&before, &after, &b, &a);
-	if (!s->judged && !final && s->control == CTL_NONE && fs->verdict != POL_PAYS && b > 0 &&
-	    a >= 0 && b >= m->cfg.min_gain * a && b < CONTROL_FACTOR * a && control_room(s)) {
-		/* a modest gain, against a probe: measure the program without prefetch first (a
-		 * probe that overstates only ever makes prefetch look better: no gain stands) */
-		s->control = CTL_WAIT;
-		s->ctl_limit = s->limit;
-		s->ctl_after = after;
-		s->ctl_late = late;
-		log_debug("scan of %s by pid %u: stats cost %.1f us probed, %.1f us with prefetch: "
-			  "a control stretch without prefetch first", s->path, s->tgid, b / 1e3, a / 1e3);
-		return true;
-	}
-	bool ok = policy_judge(m->pol, fs, &before, &after, late, now_ns());
-	log_judgment(s, &before, &after, ok, "before");
-	s->judged = true;
-	s->judge_from = now;
-	s->late_from = s->late;
-	s->interleaved = false;
-	if (ok && s->before.lat_ns >= 0)
-		want_timing(s);
-	unsigned depth = policy_depth(m->pol, fs);
-	if (ok && s->dir && depth != s->depth) {
-		s->depth = depth;
-		dirahead_dir_set_depth(s->dir, depth);
-	}
-	return ok;
+	struct judge_who w = who_of(s);
+	struct judge_scan js = {
+		.late = s->late, .completed = s->completed, .app_pos = s->app_pos, .limit = s->limit,
+		.room = control_room(s), .depth = s->depth, .min_gain = m->cfg.min_gain,
+		.final = final,
+	};
+	struct judge_verdict v = judge_payoff(&s->j, &w, ev, &js);
+	return act_on_judgment(s, &v);
 }
 
 static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, bool final)
@@ -1057,12 +934,11 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	 * the window lags a program walking our order through what is fetched (threads side by
 	 * side, a busy daemon; the window grows below). */
 	if (kind == MISS && s->state == SCAN_PREFETCHING &&
-	    (!s->completed || (found && sequential && s->control != CTL_WAIT &&
-			       s->control != CTL_MEASURE)))
+	    (!s->completed || (found && sequential && !judge_holds(&s->j))))
 		kind = LATE;
 	if (pos > s->app_pos)
 		s->app_pos = pos;
-	if (s->control == CTL_MEASURE || (s->control == CTL_WAIT && kind == MISS)) {
+	if (s->j.control == JUDGE_CTL_MEASURE || (s->j.control == JUDGE_CTL_WAIT && kind == MISS)) {
 		; /* the program on its own, on purpose: no evidence for the stop rules */
 	} else if (kind == HIT) {
 		s->hits += delta;
@@ -1087,7 +963,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	}
 	if (final || s->state != SCAN_PREFETCHING)
 		return;
-	if (s->control == CTL_WAIT || s->control == CTL_MEASURE)
+	if (judge_holds(&s->j))
 		return; /* the window is held for the control stretch */
 
 	/* Lustre's stop rules. */
