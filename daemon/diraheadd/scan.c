@@ -23,17 +23,30 @@
 #include "procdir.h"
 #include "walk.h"
 
-/* PROBING: confirmed, its stats being timed before the cost model decides (nothing open, not
- * counted against the limits).  OPENING and PREFETCHING count against them; FOLLOWING: all was
- * fetched, hits are still counted until the program is done. */
-enum scan_state { SCAN_PROBING, SCAN_OPENING, SCAN_PREFETCHING, SCAN_FOLLOWING };
-static const char *const state_names[] = { "probing", "opening", "prefetching", "following" };
+/* A scan's life.  PROBING: confirmed, its stats being timed before the cost model decides
+ * (nothing open, not counted against the limits; a probe that ends is dropped, never ENDED).
+ * OPENING and PREFETCHING count against them; FOLLOWING: all was fetched, hits are still counted
+ * until the program is done.  The ENDED states are terminal: counted as ended (end_reason),
+ * gone for BPF, waiting for what still holds the scan to let go of it, which frees it. */
+enum scan_life {
+	SCAN_PROBING,
+	SCAN_OPENING,
+	SCAN_PREFETCHING,
+	SCAN_FOLLOWING,
+	SCAN_ENDED_OPENING,         /* its opener is still out: the opener's result frees it */
+	SCAN_ENDED_DIR,             /* its directory is being cancelled: the engine's end frees it */
+};
+/* `diraheadctl scans`' names of the live states (ended scans are not shown). */
+static const char *const life_names[] = {
+	[SCAN_PROBING] = "probing", [SCAN_OPENING] = "opening",
+	[SCAN_PREFETCHING] = "prefetching", [SCAN_FOLLOWING] = "following",
+};
 
 struct scan {
 	struct host_dir hd;         /* first: the engine's dir_data (host.h) */
 	struct scan *next;
 	struct scan_mgr *mgr;
-	enum scan_state state;
+	enum scan_life life;
 	uint64_t id;                /* BPF scan_id */
 	uint32_t tgid, dev_major, dev_minor;
 	uint64_t ino, magic, mnt_id;
@@ -50,7 +63,7 @@ struct scan {
 	char path[DIRAHEAD_PATH_LEN];
 	enum dirahead_order order;
 	struct dirahead_dir *dir;   /* while prefetching */
-	int ending;                 /* -1, or the enum da_end_reason it is ending with */
+	enum da_end_reason end_reason; /* in an ENDED state */
 	uint64_t stats_seen;        /* the application's stat count at the last event */
 	uint64_t app_pos;           /* entries of our order the application has reached */
 	uint64_t window, limit;
@@ -112,6 +125,11 @@ static uint64_t now_ns(void)
 	return host_now_ns();
 }
 
+static bool scan_ended(const struct scan *s)
+{
+	return s->life >= SCAN_ENDED_OPENING;
+}
+
 /* The process's scan of that directory that is not ending (one ending is gone for BPF: a new
  * scan of the same directory is no duplicate of it). */
 static struct scan *find_scan(struct scan_mgr *m, uint32_t tgid, uint32_t maj, uint32_t min,
@@ -119,14 +137,14 @@ static struct scan *find_scan(struct scan_mgr *m, uint32_t tgid, uint32_t maj, u
 {
 	for (struct scan *s = m->scans; s; s = s->next)
 		if (s->tgid == tgid && s->ino == ino && s->dev_major == maj && s->dev_minor == min &&
-		    s->ending < 0)
+		    !scan_ended(s))
 			return s;
 	return NULL;
 }
 
 static bool counts_active(const struct scan *s)
 {
-	return s->state == SCAN_OPENING || s->state == SCAN_PREFETCHING;
+	return s->life == SCAN_OPENING || s->life == SCAN_PREFETCHING;
 }
 
 /* Room for one more scan or walk of this user and this cgroup (walks count as scans): one user,
@@ -209,16 +227,16 @@ static void log_end(struct scan *s, enum da_end_reason why)
 static void end_scan(struct scan *s, enum da_end_reason why)
 {
 	struct scan_mgr *m = s->mgr;
-	if (s->ending >= 0)
+	if (scan_ended(s))
 		return;
-	if (s->state == SCAN_PROBING) { /* never started: not a scan that ended */
+	if (s->life == SCAN_PROBING) { /* never started: not a scan that ended */
 		if (!s->bpf_gone)
 			detector_scan_forget(m->det, s->id);
 		m->st->skips[DA_SKIP_PROBE_ENDED]++;
 		free_scan(s);
 		return;
 	}
-	s->ending = (int)why;
+	s->end_reason = why;
 	m->st->scans_ended[why]++;
 	log_end(s, why);
 	uint64_t used = s->hits + s->late, ok = s->completed - s->failed;
@@ -234,17 +252,16 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	if (counts_active(s))
 		m->active--;
 	if (s->dir) {
-		struct dirahead_dir *d = s->dir;
-		dirahead_dir_cancel(d); /* on_dir_done frees s */
-		return;
+		assert(s->life == SCAN_PREFETCHING);
+		s->life = SCAN_ENDED_DIR;
+		dirahead_dir_cancel(s->dir); /* scan_dir_done frees s */
+	} else if (s->life == SCAN_OPENING) {
+		s->life = SCAN_ENDED_OPENING; /* the opener's result frees it */
+	} else {
+		free_scan(s);
 	}
-	if (s->state == SCAN_OPENING)
-		return; /* the opener's result frees it */
-	free_scan(s);
 }
 
-/* The one place a skip is acted on: counted, logged, and BPF told to mute the process there
- * (prefetch does not pay for it) or to forget the scan. */
 static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_skip_reason why)
 {
 	if (why == DA_SKIP_DRY_RUN)
@@ -399,7 +416,8 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		return da_skip_of_opener(r);
 	}
 	s->pre_fd = -1; /* the job's now */
-	s->state = SCAN_OPENING;
+	assert(s->life == SCAN_PROBING);
+	s->life = SCAN_OPENING;
 	s->cgroup_id = ev->cgroup_id;
 	s->app_pos = s->stats_seen = ev->stats;
 	s->start_ns = s->last_ns = now_ns();
@@ -600,9 +618,9 @@ static struct scan *new_scan(struct scan_mgr *m, const struct dirahead_event *ev
 	if (!s)
 		return NULL;
 	*s = (struct scan){
-		.hd = { &scan_ops }, .mgr = m, .state = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
+		.hd = { &scan_ops }, .mgr = m, .life = SCAN_PROBING, .id = ev->scan_id, .tgid = ev->tgid,
 		.dev_major = ev->dev_major, .dev_minor = ev->dev_minor, .ino = ev->ino,
-		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev), .ending = -1,
+		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev),
 		.tid = ev->tid, .bdev_major = a->bdev_major, .bdev_minor = a->bdev_minor,
 		.bino = a->bino, .unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
 		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
@@ -646,7 +664,7 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		struct scan *dup = find_scan(m, ev->tgid, ev->dev_major, ev->dev_minor, ev->ino);
 		assert(dup);
 		dup->bpf_gone = true;
-		if (dup->state == SCAN_PROBING)
+		if (dup->life == SCAN_PROBING)
 			drop_probing(dup, NULL, DA_SKIP_PROBE_ENDED);
 		else
 			end_scan(dup, DA_END_COMPLETED);
@@ -771,12 +789,12 @@ static void opened(void *arg)
 	int fd = job->fd;
 	enum dirahead_order order = job->order;
 	free(job);
-	if (!s || s->state != SCAN_OPENING) {
+	if (!s || (s->life != SCAN_OPENING && s->life != SCAN_ENDED_OPENING)) {
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
-	if (s->ending >= 0) { /* ended while opening; counted already */
+	if (s->life == SCAN_ENDED_OPENING) { /* counted already */
 		if (fd >= 0)
 			close(fd);
 		free_scan(s);
@@ -820,7 +838,7 @@ static void opened(void *arg)
 		drop_opening(s, DA_SKIP_ENGINE);
 		return;
 	}
-	s->state = SCAN_PREFETCHING;
+	s->life = SCAN_PREFETCHING;
 	detector_scan_step(m->det, s->id, progress_step(s));
 }
 
@@ -864,7 +882,7 @@ static bool control_room(const struct scan *s)
 static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final)
 {
 	struct scan_mgr *m = s->mgr;
-	if (!policy_enabled(m->pol) || s->state == SCAN_PROBING || s->state == SCAN_OPENING)
+	if (!policy_enabled(m->pol) || s->life == SCAN_PROBING || s->life == SCAN_OPENING)
 		return true;
 	/* Its process walks this filesystem: the walk's requests and listings below weigh on its
 	 * stats here; what this scan shows is the walk's doing, not its own. */
@@ -884,16 +902,16 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 {
 	/* by scan id: an event of an earlier scan of the same directory is not this one's */
 	struct scan *s = find_scan_id(m, ev->scan_id);
-	if (!s || s->ending >= 0)
+	if (!s || scan_ended(s))
 		return;
 	m->st->progress_events += !final;
 	/* Credentials follow the program: one that dropped (or gained) rights mid-scan is never
 	 * served with the old ones.  (The END event carries none: only SCAN and PROGRESS do.) */
-	if (!final && s->state != SCAN_PROBING && !procdir_cred_same(&s->cred, ev)) {
+	if (!final && s->life != SCAN_PROBING && !procdir_cred_same(&s->cred, ev)) {
 		end_scan(s, DA_END_CRED);
 		return;
 	}
-	if (s->state == SCAN_PROBING) {
+	if (s->life == SCAN_PROBING) {
 		s->last_ns = now_ns();
 		if (!final)
 			end_probe(s, ev);
@@ -912,9 +930,9 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	enum { HIT, LATE, MISS } kind;
 	uint64_t pos = s->app_pos + delta;
 	bool found = false;         /* pos is where its last name is in our order */
-	if (s->state == SCAN_FOLLOWING) {
+	if (s->life == SCAN_FOLLOWING) {
 		kind = HIT; /* every entry was fetched before the app got there */
-	} else if (s->state == SCAN_OPENING) {
+	} else if (s->life == SCAN_OPENING) {
 		kind = LATE;
 	} else {
 		char name[DIRAHEAD_NAME_LEN + 1];
@@ -933,7 +951,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	 * yet (the directory is still being read, or read whole to sort it: as while opening), or
 	 * the window lags a program walking our order through what is fetched (threads side by
 	 * side, a busy daemon; the window grows below). */
-	if (kind == MISS && s->state == SCAN_PREFETCHING &&
+	if (kind == MISS && s->life == SCAN_PREFETCHING &&
 	    (!s->completed || (found && sequential && !judge_holds(&s->j))))
 		kind = LATE;
 	if (pos > s->app_pos)
@@ -961,7 +979,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		}
 		return;
 	}
-	if (final || s->state != SCAN_PREFETCHING)
+	if (final || s->life != SCAN_PREFETCHING)
 		return;
 	if (judge_holds(&s->j))
 		return; /* the window is held for the control stretch */
@@ -994,14 +1012,14 @@ static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		if (p->ev.scan_id == ev->scan_id)
 			p->ended = true;
 	struct scan *s = find_scan_id(m, ev->scan_id);
-	if (!s || s->ending >= 0)
+	if (!s || scan_ended(s))
 		return;
 	s->bpf_gone = true; /* BPF has forgotten it already */
-	if (s->state == SCAN_PROBING)
+	if (s->life == SCAN_PROBING)
 		return drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
 	on_progress(m, ev, true);
 	enum da_end_reason why;
-	if (s->state == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT ||
+	if (s->life == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT ||
 	    ev->end_reason == DIRAHEAD_END_THREAD)
 		why = DA_END_COMPLETED; /* the application (its thread) is done with the directory */
 	else if (ev->end_reason == DIRAHEAD_END_EVICTED)
@@ -1051,14 +1069,15 @@ static void scan_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
 	struct scan_mgr *m = s->mgr;
 	(void)dir;
 	s->dir = NULL;
-	if (s->ending >= 0) {
+	if (s->life == SCAN_ENDED_DIR) {
 		free_scan(s);
 		return;
 	}
+	assert(s->life == SCAN_PREFETCHING);
 	if (error == 0) {
 		/* Everything is fetched: keep counting hits until the application is done, holding
 		 * nothing open and no longer counting against the concurrency limits. */
-		s->state = SCAN_FOLLOWING;
+		s->life = SCAN_FOLLOWING;
 		m->active--;
 		return;
 	}
@@ -1076,7 +1095,7 @@ static void scan_hung(void *ctx, uint32_t dev_major, uint32_t dev_minor)
 	struct scan_mgr *m = ctx;
 	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
-		if (s->ending < 0 && s->dev_major == dev_major && s->dev_minor == dev_minor)
+		if (!scan_ended(s) && s->dev_major == dev_major && s->dev_minor == dev_minor)
 			end_scan(s, DA_END_HUNG);
 	}
 }
@@ -1111,15 +1130,15 @@ static void scan_tick(void *ctx, uint64_t t)
 	uint64_t idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
 	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
-		if (s->ending >= 0)
+		if (scan_ended(s))
 			continue;
 		if (bpf_lost(s)) {
-			if (s->state == SCAN_PROBING)
+			if (s->life == SCAN_PROBING)
 				drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
 			else
 				end_scan(s, DA_END_EVICTED);
 		} else if (t - s->last_ns > idle) {
-			end_scan(s, s->state == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
+			end_scan(s, s->life == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
 		}
 	}
 }
@@ -1175,7 +1194,7 @@ unsigned scan_mgr_probing(const struct scan_mgr *m)
 {
 	unsigned n = 0;
 	for (const struct scan *s = m->scans; s; s = s->next)
-		n += s->state == SCAN_PROBING && s->ending < 0;
+		n += s->life == SCAN_PROBING;
 	return n;
 }
 
@@ -1196,12 +1215,12 @@ void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, v
 {
 	uint64_t t = now_ns();
 	for (struct scan *s = m->scans; s; s = s->next) {
-		if (s->ending >= 0)
+		if (scan_ended(s))
 			continue;
 		struct scan_info i = {
 			.pid = s->tgid, .comm = s->comm, .path = s->path, .entries = s->completed,
 			.app_pos = s->app_pos, .window = s->window, .hits = s->hits,
-			.misses = s->misses, .state = state_names[s->state],
+			.misses = s->misses, .state = life_names[s->life],
 			.age_s = (double)(t - s->start_ns) / 1e9,
 		};
 		fn(&i, ctx);
@@ -1214,7 +1233,7 @@ void scan_mgr_stop(struct scan_mgr *m)
 {
 	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
-		if (s->ending < 0)
+		if (!scan_ended(s))
 			end_scan(s, DA_END_SHUTDOWN);
 	}
 }
