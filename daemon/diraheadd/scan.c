@@ -21,6 +21,7 @@
 #include "order.h"
 #include "policy.h"
 #include "procdir.h"
+#include "start.h"
 #include "walk.h"
 
 /* A scan's life.  PROBING: confirmed, its stats being timed before the cost model decides
@@ -95,19 +96,6 @@ struct scan_mgr {
 	} last_start;
 	void (*want_timing)(void *);
 	void *want_timing_ctx;
-};
-
-struct open_job {
-	struct scan_mgr *m;
-	bool learn;                 /* learn the program's order (order.h) */
-	bool resolve;               /* find which directory ev->path names (procdir_resolve) */
-	uint64_t scan_id;
-	struct dirahead_event ev;
-	/* results */
-	int fd;                     /* >= 0, or -errno */
-	enum dirahead_order order;  /* learnt, when the job asked */
-	bool resolved;              /* a resolve job's: the identity below */
-	struct procdir_id id;
 };
 
 /* A run of stats by path whose directory is being resolved (start_resolving). */
@@ -318,52 +306,7 @@ static void drop_opening(struct scan *s, enum da_skip_reason why)
 	free_scan(s);
 }
 
-/* In an opener thread (may hang on the filesystem). */
-/* The order the program stats in, learnt as the program (its stats of the first names:
- * refused on a FUSE mount without allow_other to anyone without its ids). */
-static void learn_as(void *arg, struct dirahead_call_out *out)
-{
-	const struct open_job *job = arg;
-	char name[DIRAHEAD_NAME_LEN];
-	memcpy(name, job->ev.name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	enum dirahead_order o = order_learn(job->fd, name, job->ev.stats);
-	out->vals[0] = (uint64_t)o;
-	out->res = 0;
-}
-
-static void open_run(void *arg)
-{
-	struct open_job *job = arg;
-	if (job->fd >= 0)
-		return; /* opened already (a run by path's directory, handed over) */
-	job->order = DIRAHEAD_ORDER_READDIR;
-	/* A run by path: which directory, opened for the prefetch at once (one open fewer: every
-	 * round trip here is stats the program makes without help). */
-	job->fd = job->resolve ? procdir_resolve(&job->ev, &job->id) : procdir_open(&job->ev);
-	job->resolved = job->resolve;
-	if (job->fd >= 0 && job->learn && (job->ev.flags & DIRAHEAD_EVF_SORTED)) {
-		job->order = DIRAHEAD_ORDER_NAME; /* BPF saw its names come in order: no reading */
-	} else if (job->fd >= 0 && job->learn && job->ev.name_len < DIRAHEAD_NAME_LEN) {
-		struct dirahead_cred c;
-		struct dirahead_call_out out;
-		/* its reading, too, as the program (the filesystem sees who asks) */
-		if (procdir_cred(&job->ev, &c) == 0 &&
-		    dirahead_cred_call(&c, learn_as, job, &out) == 0 && out.res == 0)
-			job->order = (enum dirahead_order)out.vals[0];
-		dirahead_cred_apply(NULL);
-	}
-}
-
-static void open_discard(void *arg)
-{
-	struct open_job *job = arg;
-	if (job->fd >= 0)
-		close(job->fd);
-	free(job);
-}
-
-static void opened(void *arg);
+static void opened(struct start_job *job);
 
 static enum dirahead_order choose_order(const struct scan_mgr *m, const struct dirahead_event *ev)
 {
@@ -392,11 +335,10 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	/* all of the program's credentials, or no prefetch */
 	if (procdir_cred(ev, &s->cred) < 0)
 		return DA_SKIP_CRED;
-	struct open_job *job = calloc(1, sizeof(*job));
+	struct start_job *job = start_job_new(START_DIR, m, s->id, ev, opened);
 	if (!job)
 		return DA_SKIP_ENGINE;
-	*job = (struct open_job){ .m = m, .scan_id = s->id, .ev = *ev, .fd = -1,
-				  .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
+	job->learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT;
 	/* the directory as the daemon knows it: a run by path's events name it by a hash */
 	job->ev.dev_major = s->dev_major;
 	job->ev.dev_minor = s->dev_minor;
@@ -409,11 +351,11 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 		job->order = s->pre_order;
 		job->learn = false;
 	}
-	int r = opener_run(m->openers, s->dev_major, s->dev_minor, ev->cred_euid, open_run, opened,
-			   open_discard, job);
-	if (r < 0) {
-		free(job);
-		return da_skip_of_opener(r);
+	int why = start_run(m->openers, s->dev_major, s->dev_minor, ev->cred_euid, job);
+	if (why) {
+		job->fd = -1; /* s->pre_fd stays the scan's */
+		start_job_free(job);
+		return why;
 	}
 	s->pre_fd = -1; /* the job's now */
 	assert(s->life == SCAN_PROBING);
@@ -506,26 +448,23 @@ static int start_resolving(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (opener_stuck_on(m->openers, 0, 0, ev->cred_euid))
 		return DA_SKIP_FS_HUNG;
 	struct pending *p = calloc(1, sizeof(*p));
-	struct open_job *job = calloc(1, sizeof(*job));
-	if (!p || !job)
-		goto fail;
-	p->ev = *ev;
-	*job = (struct open_job){ .m = m, .scan_id = ev->scan_id, .ev = *ev, .fd = -1,
-				  .resolve = true, .learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT };
-	int r = opener_run(m->openers, 0, 0, ev->cred_euid, open_run, opened, open_discard, job);
-	if (r < 0) {
+	struct start_job *job = start_job_new(START_RESOLVE, m, ev->scan_id, ev, opened);
+	int why = p && job ? 0 : DA_SKIP_ENGINE;
+	if (!why) {
+		p->ev = *ev;
+		job->learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT;
+		why = start_run(m->openers, 0, 0, ev->cred_euid, job);
+	}
+	if (why) {
 		free(p);
-		free(job);
-		return da_skip_of_opener(r);
+		if (job)
+			start_job_free(job);
+		return why;
 	}
 	p->next = m->pending;
 	m->pending = p;
 	update_timer(m);
 	return 0;
-fail:
-	free(p);
-	free(job);
-	return DA_SKIP_ENGINE;
 }
 
 static void admit(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
@@ -735,60 +674,61 @@ static enum da_skip_reason open_skip(int err, bool resolve)
 }
 
 /* The directory of a run of stats by path is known (or could not be opened): admit it. */
-static void on_resolved(struct scan_mgr *m, const struct open_job *r)
+static void on_resolved(struct scan_mgr *m, const struct start_job *r, int fd)
 {
 	struct pending *p = NULL, **pp;
 	for (pp = &m->pending; *pp; pp = &(*pp)->next)
-		if ((*pp)->ev.scan_id == r->scan_id) {
+		if ((*pp)->ev.scan_id == r->id) {
 			p = *pp;
 			*pp = p->next;
 			break;
 		}
 	if (!p) {
-		if (r->fd >= 0)
-			close(r->fd);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	struct dirahead_event ev = p->ev;
-	if (p->ended || r->fd < 0) {
-		if (r->fd >= 0)
-			close(r->fd);
+	if (p->ended || fd < 0) {
+		if (fd >= 0)
+			close(fd);
 		log_debug("scan of %.256s by pid %u: %s", ev.path, ev.tgid,
-			  p->ended ? "done before its directory was found" : strerror(-r->fd));
+			  p->ended ? "done before its directory was found" : strerror(-fd));
 		if (p->ended)
 			m->st->skips[DA_SKIP_PROBE_ENDED]++;
 		else
-			skip(m, &ev, open_skip(r->fd, true));
+			skip(m, &ev, open_skip(fd, true));
 		free(p);
 		update_timer(m);
 		return;
 	}
 	uint64_t bino = ev.ino;
-	ev.dev_major = r->id.dev_major;
-	ev.dev_minor = r->id.dev_minor;
-	ev.ino = r->id.ino;
-	ev.mnt_id = r->id.mnt_id;
-	ev.magic = r->id.magic;
-	ev.dir_size = r->id.size;
+	ev.dev_major = r->found.dev_major;
+	ev.dev_minor = r->found.dev_minor;
+	ev.ino = r->found.ino;
+	ev.mnt_id = r->found.mnt_id;
+	ev.magic = r->found.magic;
+	ev.dir_size = r->found.size;
 	free(p);
-	admit(m, &ev, 0, 0, bino, r->fd, r->order);
+	admit(m, &ev, 0, 0, bino, fd, r->order);
 	update_timer(m);
 }
 
 /* The opener is done (on the event loop): prefetch, or drop the scan. */
-static void opened(void *arg)
+static void opened(struct start_job *job)
 {
-	struct open_job *job = arg;
-	struct scan_mgr *m = job->m;
-	if (job->resolved) {
-		on_resolved(m, job);
-		free(job);
+	struct scan_mgr *m = job->owner;
+	int fd = job->fd;
+	job->fd = -1; /* ours now */
+	if (job->what == START_RESOLVE) {
+		on_resolved(m, job, fd);
+		start_job_free(job);
 		return;
 	}
-	struct scan *s = find_scan_id(m, job->scan_id);
-	int fd = job->fd;
+	assert(job->what == START_DIR);
+	struct scan *s = find_scan_id(m, job->id);
 	enum dirahead_order order = job->order;
-	free(job);
+	start_job_free(job);
 	if (!s || (s->life != SCAN_OPENING && s->life != SCAN_ENDED_OPENING)) {
 		if (fd >= 0)
 			close(fd);

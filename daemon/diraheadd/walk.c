@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 #include "walk.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "opener.h"
 #include "policy.h"
 #include "procdir.h"
+#include "start.h"
 
 /* Directories a walk knows at once (listed, or seen in a listing): memory stays bounded on any
  * tree; beyond it subdirectories are not recorded and the walk narrows to what it has. */
@@ -29,7 +29,7 @@
 #define WALK_MAX_STRAYS 16
 /* Levels above its root a walk recognises: a pre-order walker that leaves the walk's subtree
  * lists a child of one of them next (find from /usr/include whose first walk began in c++/12). */
-#define WALK_ANCESTORS 8
+#define WALK_ANCESTORS START_ANCESTORS
 /* Processes watched at once for a walk that would list only (struct walk_cand), and the
  * unrelated listings after which one is no longer watched. */
 #define WALK_MAX_CANDS 64
@@ -127,18 +127,6 @@ struct walk_mgr {
 	uint64_t next_id;
 	struct walk_cand cands[WALK_MAX_CANDS];
 	unsigned ncands;
-};
-
-struct open_job {
-	struct walk_mgr *m;
-	uint64_t walk_id;
-	struct dirahead_event ev;
-	bool has_top;
-	struct dirahead_event near; /* a scan of the top or of a child of it (has_top) */
-	/* results */
-	int fd;                     /* fd of the top (the parent of ev's directory), or -errno */
-	uint64_t up[WALK_ANCESTORS];/* the root's ancestors on its mount, nearest first */
-	int up_fd[WALK_ANCESTORS];  /* O_PATH fds of them (-1: none) */
 };
 
 static uint64_t now_ns(void)
@@ -639,122 +627,6 @@ static const struct host_ops walk_ops = {
 	.complete = walk_on_complete, .fs_of = walk_fs_of, .dir_done = walk_on_dir_done,
 };
 
-static const struct open_how up_how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-					 .resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
-
-struct up_as {
-	int fd;                            /* a directory of the walk */
-	const struct dirahead_event *ev;   /* the mount it must stay on */
-	uint64_t want;                     /* parent_of: the inode the parent must have */
-	uint64_t stop;                     /* ancestors: the inode the walk starts below */
-};
-
-/* The parent of a->fd, checked to be a->want, as the program (in fds[0]). */
-static void parent_as(void *arg, struct dirahead_call_out *out)
-{
-	const struct up_as *a = arg;
-	int pfd = (int)syscall(SYS_openat2, a->fd, "..", &up_how, sizeof(up_how));
-	out->res = pfd < 0 ? -errno : 0;
-	if (pfd < 0)
-		return;
-	/* (checked as the program too: a mount without allow_other answers nobody else) */
-	if (procdir_same(pfd, "", a->ev, a->want) < 0) {
-		close(pfd);
-		out->res = -ESTALE;
-		return;
-	}
-	out->fds[out->nfds++] = pfd;
-}
-
-/* The parent of e's directory, checked to be `want` by inode, or -errno. */
-static int parent_of(const struct dirahead_event *e, uint64_t want)
-{
-	int fd = procdir_open(e);
-	if (fd < 0)
-		return fd;
-	/* The parent as the program reached it: same mount, no symlink, its rights; checked by
-	 * inode. */
-	struct dirahead_cred c;
-	struct dirahead_call_out out;
-	struct up_as a = { .fd = fd, .ev = e, .want = want };
-	int err = procdir_cred(e, &c);
-	out.nfds = 0;
-	if (err == 0)
-		err = dirahead_cred_call(&c, parent_as, &a, &out);
-	dirahead_cred_apply(NULL);
-	close(fd);
-	if (err < 0 || out.res < 0 || out.nfds != 1) {
-		dirahead_call_close(&out);
-		return err < 0 ? err : out.res < 0 ? out.res : -EPROTO;
-	}
-	return out.fds[0];
-}
-
-/* The top of the walk (the parent of ev's directory), or -errno. */
-static int open_top(const struct open_job *job)
-{
-	uint64_t top = job->ev.parent_ino;
-	int fd = parent_of(&job->ev, top);
-	if (fd >= 0 || !job->has_top)
-		return fd;
-	/* The listing's fd is gone already (fts closes a directory once read): by the scan that
-	 * made it a walker, as the program named that directory, the top itself or a child. */
-	int tfd = job->near.ino == top ? procdir_open(&job->near)
-		  : job->near.parent_ino == top ? parent_of(&job->near, top) : -ESTALE;
-	return tfd >= 0 ? tfd : fd;
-}
-
-static void open_discard(void *arg)
-{
-	struct open_job *r = arg;
-	if (r->fd >= 0)
-		close(r->fd);
-	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
-		if (r->up_fd[i] >= 0)
-			close(r->up_fd[i]);
-	free(r);
-}
-
-/* The ancestors of a->fd as far as the mount goes (and the program may search), as the
- * program: fds[i] and their inodes in vals[i]. */
-static void ancestors_as(void *arg, struct dirahead_call_out *out)
-{
-	const struct up_as *a = arg;
-	out->res = 0;
-	for (int cur = a->fd, i = 0; i < WALK_ANCESTORS && i < DIRAHEAD_CALL_FDS; i++) {
-		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
-		struct stat st;
-		cur = up;
-		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", a->ev, st.st_ino) < 0 ||
-		    (i && st.st_ino == out->vals[i - 1]) || st.st_ino == a->stop) {
-			/* not the same mount, or the filesystem's root */
-			if (up >= 0)
-				close(up);
-			break;
-		}
-		out->vals[i] = st.st_ino;
-		out->fds[out->nfds++] = up;
-	}
-}
-
-/* In an opener thread (may hang on the filesystem). */
-static void open_run(void *arg)
-{
-	struct open_job *job = arg, *r = job;
-	int pfd = r->fd = open_top(job);
-	if (pfd < 0)
-		return;
-	struct dirahead_cred c;
-	struct dirahead_call_out out;
-	struct up_as a = { .fd = pfd, .ev = &job->ev, .stop = job->ev.parent_ino };
-	if (procdir_cred(&job->ev, &c) == 0 && dirahead_cred_call(&c, ancestors_as, &a, &out) == 0)
-		for (unsigned i = 0; i < out.nfds && i < WALK_ANCESTORS; i++) {
-			r->up[i] = out.vals[i];
-			r->up_fd[i] = out.fds[i];
-		}
-	dirahead_cred_apply(NULL);
-}
-
 static struct walk *walk_by_id(struct walk_mgr *m, uint64_t id)
 {
 	for (struct walk *w = m->walks; w; w = w->next)
@@ -794,20 +666,26 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 }
 
 /* The opener is done (on the event loop): list from the top, or end the walk. */
-static void opened(void *arg)
+static void opened(struct start_job *r)
 {
-	struct open_job *r = arg;
-	struct walk *w = walk_by_id(r->m, r->walk_id);
-	if (!w || w->ending || w->root)
-		return open_discard(r);
+	assert(r->what == START_TOP);
+	struct walk *w = walk_by_id(r->owner, r->id);
+	if (!w || w->ending || w->root) {
+		start_job_free(r);
+		return;
+	}
 	if (r->fd < 0) {
 		log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path, strerror(-r->fd));
-		open_discard(r);
+		start_job_free(r);
 		end_walk(w, DA_WALK_END_OPEN_FAILED);
 		return;
 	}
 	walk_root(w, r->fd, r->up, r->up_fd);
-	free(r);
+	/* all of them the walk's now */
+	r->fd = -1;
+	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
+		r->up_fd[i] = -1;
+	start_job_free(r);
 }
 
 bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid, uint32_t dev_major,
@@ -908,20 +786,16 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 	struct walk *w = walk_new(m, ev, top_path, list_only);
 	if (!w)
 		return false;
-	struct open_job *job = calloc(1, sizeof(*job));
+	struct start_job *job = start_job_new(START_TOP, m, w->id, ev, opened);
 	if (job) {
-		*job = (struct open_job){ .m = m, .walk_id = w->id, .ev = *ev, .fd = -1,
-					  .has_top = top_ev != NULL };
-		for (unsigned i = 0; i < WALK_ANCESTORS; i++)
-			job->up_fd[i] = -1;
+		job->has_top = top_ev != NULL;
 		if (top_ev)
 			job->near = *top_ev;
-		int r = opener_run(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid, open_run,
-				   opened, open_discard, job);
-		if (r == 0)
+		int why = start_run(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid, job);
+		if (!why)
 			return true;
-		free(job);
-		m->st->skips[da_skip_of_opener(r)]++;
+		start_job_free(job);
+		m->st->skips[why]++;
 	}
 	end_walk(w, DA_WALK_END_OPEN_FAILED);
 	return false;
