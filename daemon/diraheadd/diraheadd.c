@@ -36,7 +36,14 @@ static void usage(FILE *f)
 		"Exit status: 0 stopped cleanly, 1 failed to start (bad configuration, no BPF), 2 bad usage.\n");
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+	const char *config_path, *socket_path;
+	bool check, dry, verbose;
+};
+
+/* -1: go on; else main's exit status (help, version, bad usage). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -48,23 +55,14 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct daemon d = { .config_path = DA_CONFIG_PATH };
-	/* A scan of a big directory holds its sorted listing (MiBs) for a while, then frees it: with
-	 * a fixed threshold such blocks are mapped and go back to the system when freed, where
-	 * glibc's sliding one would soon serve them from the heap and keep the peak for good. */
-	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-	bool check = false, dry = false, verbose = false, missing = false;
-	const char *socket_path = NULL;
-	char err[512];
-	int c, rc = 1;
-
+	int c;
 	while ((c = getopt_long(argc, argv, "c:ns:vVh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': d.config_path = optarg; break;
-		case 'C': check = true; break;
-		case 'n': dry = true; break;
-		case 's': socket_path = optarg; break;
-		case 'v': verbose = true; break;
+		case 'c': a->config_path = optarg; break;
+		case 'C': a->check = true; break;
+		case 'n': a->dry = true; break;
+		case 's': a->socket_path = optarg; break;
+		case 'v': a->verbose = true; break;
 		case 'V': printf("diraheadd " DIRAHEAD_VERSION "\n"); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -72,41 +70,64 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		/* `--check-config FILE` */
-		if (check && optind + 1 == argc) {
-			d.config_path = argv[optind];
+		if (a->check && optind + 1 == argc) {
+			a->config_path = argv[optind];
 		} else {
 			/* name the first argument that is too many: with --check-config, the second */
-			fprintf(stderr, "diraheadd: unexpected argument '%s'\n", argv[optind + check]);
+			fprintf(stderr, "diraheadd: unexpected argument '%s'\n", argv[optind + a->check]);
 			usage(stderr);
 			return 2;
 		}
 	}
+	return -1;
+}
 
-	da_config_defaults(&d.cfg);
-	if (da_config_load(&d.cfg, d.config_path, &missing, err, sizeof(err)) < 0) {
+/* The configuration file, and the command line over it.  -1: go on; else the exit status. */
+static int load_config(struct daemon *d, const struct args *a)
+{
+	char err[512];
+	bool missing = false;
+	da_config_defaults(&d->cfg);
+	if (da_config_load(&d->cfg, d->config_path, &missing, err, sizeof(err)) < 0) {
 		fprintf(stderr, "diraheadd: %s\n", err);
-		da_config_free(&d.cfg);
+		da_config_free(&d->cfg);
 		return 1;
 	}
-	if (check) {
-		printf("%s: %s\n", d.config_path, missing ? "missing, the built-in defaults apply" : "valid");
-		da_config_free(&d.cfg);
+	if (a->check) {
+		printf("%s: %s\n", d->config_path, missing ? "missing, the built-in defaults apply" : "valid");
+		da_config_free(&d->cfg);
 		return 0;
 	}
-	d.force_dry_run = dry;
-	d.force_debug = verbose;
-	if (dry)
-		d.cfg.dry_run = true;
-	if (verbose)
-		d.cfg.log_level = LOG_DEBUG;
-	if (socket_path) {
-		d.force_socket = true;
-		free(d.cfg.socket_path);
-		d.cfg.socket_path = strdup(socket_path);
+	d->force_dry_run = a->dry;
+	d->force_debug = a->verbose;
+	if (a->dry)
+		d->cfg.dry_run = true;
+	if (a->verbose)
+		d->cfg.log_level = LOG_DEBUG;
+	if (a->socket_path) {
+		d->force_socket = true;
+		free(d->cfg.socket_path);
+		d->cfg.socket_path = strdup(a->socket_path);
 	}
-	log_setup(d.cfg.log_level);
+	log_setup(d->cfg.log_level);
 	if (missing)
-		log_info("%s not found: using the built-in defaults", d.config_path);
+		log_info("%s not found: using the built-in defaults", d->config_path);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	/* A scan of a big directory holds its sorted listing (MiBs) for a while, then frees it: with
+	 * a fixed threshold such blocks are mapped and go back to the system when freed, where
+	 * glibc's sliding one would soon serve them from the heap and keep the peak for good. */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	struct args a = { .config_path = DA_CONFIG_PATH };
+	int rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	struct daemon d = { .config_path = a.config_path };
+	if ((rc = load_config(&d, &a)) >= 0)
+		return rc;
 
 	sigset_t ss;
 	sigemptyset(&ss);
@@ -116,7 +137,9 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (daemon_start(&d, verbose, err, sizeof(err)) == 0)
+	char err[512];
+	rc = 1;
+	if (daemon_start(&d, a.verbose, err, sizeof(err)) == 0)
 		rc = sd_event_loop(d.loop) < 0 ? 1 : 0;
 	else
 		log_err("%s", err);

@@ -608,8 +608,10 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		else
 			end_scan(dup, DA_END_COMPLETED);
 	}
-	if (v.act == GATE_SKIP)
-		return skip(m, ev, v.why);
+	if (v.act == GATE_SKIP) {
+		skip(m, ev, v.why);
+		return;
+	}
 	assert(v.act == GATE_ADMIT);
 
 	/* The start rule: is prefetch worth it for this scan, on this filesystem? */
@@ -618,18 +620,23 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 			       .tgid = ev->tgid, .now_ns = now_ns() };
 	struct judge j = { 0 };
 	struct judge_verdict jv = judge_start(&j, &w, ev);
-	if (jv.act == JUDGE_FAST || jv.act == JUDGE_NO_GAIN)
-		return skip(m, ev, jv.act == JUDGE_FAST ? DA_SKIP_FAST : DA_SKIP_FS_NO_GAIN);
+	if (jv.act == JUDGE_FAST || jv.act == JUDGE_NO_GAIN) {
+		skip(m, ev, jv.act == JUDGE_FAST ? DA_SKIP_FAST : DA_SKIP_FS_NO_GAIN);
+		return;
+	}
 	struct scan *s = new_scan(m, ev, &ask, pre_fd, pre_order);
-	if (!s)
-		return skip(m, ev, DA_SKIP_ENGINE);
+	if (!s) {
+		skip(m, ev, DA_SKIP_ENGINE);
+		return;
+	}
 	s->j = j;
 	int why = jv.act == JUDGE_PROBE ? start_probing(s, ev, jv.want_timing) : start_opening(s, ev);
 	if (why) {
 		*pre_fd = s->pre_fd; /* not taken */
 		s->pre_fd = -1;
 		discard(s);
-		return skip(m, ev, (enum da_skip_reason)why);
+		skip(m, ev, (enum da_skip_reason)why);
+		return;
 	}
 	s->next = m->scans;
 	m->scans = s;
@@ -650,14 +657,18 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 		return;
 	}
 	assert(v.act == JUDGE_DECIDE);
-	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor))
-		return drop_probing(s, ev, DA_SKIP_WALKED);
+	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor)) {
+		drop_probing(s, ev, DA_SKIP_WALKED);
+		return;
+	}
 	struct pol_sample now;
 	pol_sample_of(&now, ev);
 	w.now_ns = now_ns();
 	v = judge_after_probe(&s->j, &w, &cost, now.lat_n - s->j.at_scan.lat_n);
-	if (v.act == JUDGE_FAST)
-		return drop_probing(s, ev, DA_SKIP_FAST);
+	if (v.act == JUDGE_FAST) {
+		drop_probing(s, ev, DA_SKIP_FAST);
+		return;
+	}
 	int why = start_opening(s, ev);
 	if (why)
 		drop_probing(s, ev, (enum da_skip_reason)why);
@@ -838,6 +849,103 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	return act_on_judgment(s, &v);
 }
 
+/* Where the program's latest stat was, in our order. */
+enum served { SERVED_HIT, SERVED_LATE, SERVED_MISS };
+struct progress {
+	enum served kind;
+	uint64_t pos;               /* entries of our order the program has reached */
+	bool sequential;            /* its stats walked through our order since the last event */
+};
+
+/*
+ * Was the application's latest stat served by us?  One sample per event stands for the stats
+ * since the last one: cheap, and right on average whatever order the app uses.  "late" (inside
+ * the window, still in flight) means the prefetch is on track but not done: it is neither a hit
+ * nor evidence for the stop rules.
+ */
+static struct progress served(const struct scan *s, const struct dirahead_event *ev,
+			      uint64_t delta)
+{
+	struct progress p = { .pos = s->app_pos + delta };
+	bool found = false;         /* pos is where its last name is in our order */
+	if (s->life == SCAN_FOLLOWING) {
+		p.kind = SERVED_HIT; /* every entry was fetched before the app got there */
+	} else if (s->life == SCAN_OPENING) {
+		p.kind = SERVED_LATE;
+	} else {
+		char name[DIRAHEAD_NAME_LEN + 1];
+		memcpy(name, ev->name, DIRAHEAD_NAME_LEN);
+		name[DIRAHEAD_NAME_LEN] = '\0';
+		int64_t idx = ev->name_len < DIRAHEAD_NAME_LEN ? dirahead_dir_find(s->dir, name) : -1;
+		if (idx >= 0)
+			p.pos = (uint64_t)idx + 1;
+		found = idx >= 0;
+		p.kind = p.pos <= s->completed ? SERVED_HIT : p.pos <= s->limit ? SERVED_LATE
+										    : SERVED_MISS;
+	}
+	/* Did its stats since the last event walk through the entries in our order (as opposed to
+	 * a few names picked here and there: imports, completion)? */
+	p.sequential = p.pos > s->app_pos && p.pos - s->app_pos <= 2 * delta;
+	/* Misses that say nothing of where the program goes, counted as late: nothing is fetched
+	 * yet (the directory is still being read, or read whole to sort it: as while opening), or
+	 * the window lags a program walking our order through what is fetched (threads side by
+	 * side, a busy daemon; the window grows below). */
+	if (p.kind == SERVED_MISS && s->life == SCAN_PREFETCHING &&
+	    (!s->completed || (found && p.sequential && !judge_holds(&s->j))))
+		p.kind = SERVED_LATE;
+	return p;
+}
+
+/* The program's stats since the last event, counted as hits, late or misses. */
+static void count_served(struct scan *s, const struct progress *p, uint64_t delta)
+{
+	struct da_stats *st = s->mgr->st;
+	if (p->pos > s->app_pos)
+		s->app_pos = p->pos;
+	if (s->j.control == JUDGE_CTL_MEASURE ||
+	    (s->j.control == JUDGE_CTL_WAIT && p->kind == SERVED_MISS)) {
+		; /* the program on its own, on purpose: no evidence for the stop rules */
+	} else if (p->kind == SERVED_HIT) {
+		s->hits += delta;
+		st->hits += delta;
+		s->consecutive_misses = 0;
+	} else if (p->kind == SERVED_LATE) {
+		s->late += delta;
+		st->late += delta;
+	} else {
+		s->misses += delta;
+		st->misses += delta;
+		s->consecutive_misses += delta;
+	}
+}
+
+/* Lustre's stop rules, then its window: grow while prefetched entries are used, that is while
+ * the program's stats walk through what was fetched (a program that stats a few names of a big
+ * directory, imports or completion, keeps the first window). */
+static void stop_or_grow(struct scan *s, const struct progress *p)
+{
+	struct scan_mgr *m = s->mgr;
+	uint64_t judged = s->hits + s->misses;
+	if (s->hits > m->cfg.stop_min_hits && (double)s->hits < m->cfg.stop_hit_ratio * (double)judged) {
+		end_scan(s, DA_END_LOW_HITS);
+		return;
+	}
+	if (s->consecutive_misses > m->cfg.stop_consecutive_misses) {
+		end_scan(s, DA_END_MISSES);
+		return;
+	}
+	uint32_t old_step = progress_step(s);
+	if (p->kind != SERVED_MISS && p->sequential && s->window < m->cfg.window_max)
+		s->window = s->window * 2 > m->cfg.window_max ? m->cfg.window_max : s->window * 2;
+	uint64_t limit = s->app_pos + s->window;
+	if (limit > s->limit) {
+		s->limit = limit;
+		dirahead_dir_set_limit(s->dir, limit);
+	}
+	if (progress_step(s) != old_step)
+		detector_scan_step(m->det, s->id, progress_step(s));
+}
+
 static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, bool final)
 {
 	/* by scan id: an event of an earlier scan of the same directory is not this one's */
@@ -862,54 +970,8 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	s->last_ns = now_ns();
 	if (!delta)
 		return;
-
-	/* Was the application's latest stat served by us?  One sample per event stands for the
-	 * stats since the last one: cheap, and right on average whatever order the app uses.
-	 * "late" (inside the window, still in flight) means the prefetch is on track but not done:
-	 * it is neither a hit nor evidence for the stop rules. */
-	enum { HIT, LATE, MISS } kind;
-	uint64_t pos = s->app_pos + delta;
-	bool found = false;         /* pos is where its last name is in our order */
-	if (s->life == SCAN_FOLLOWING) {
-		kind = HIT; /* every entry was fetched before the app got there */
-	} else if (s->life == SCAN_OPENING) {
-		kind = LATE;
-	} else {
-		char name[DIRAHEAD_NAME_LEN + 1];
-		memcpy(name, ev->name, DIRAHEAD_NAME_LEN);
-		name[DIRAHEAD_NAME_LEN] = '\0';
-		int64_t idx = ev->name_len < DIRAHEAD_NAME_LEN ? dirahead_dir_find(s->dir, name) : -1;
-		if (idx >= 0)
-			pos = (uint64_t)idx + 1;
-		found = idx >= 0;
-		kind = pos <= s->completed ? HIT : pos <= s->limit ? LATE : MISS;
-	}
-	/* Did its stats since the last event walk through the entries in our order (as opposed to
-	 * a few names picked here and there: imports, completion)? */
-	bool sequential = pos > s->app_pos && pos - s->app_pos <= 2 * delta;
-	/* Misses that say nothing of where the program goes, counted as late: nothing is fetched
-	 * yet (the directory is still being read, or read whole to sort it: as while opening), or
-	 * the window lags a program walking our order through what is fetched (threads side by
-	 * side, a busy daemon; the window grows below). */
-	if (kind == MISS && s->life == SCAN_PREFETCHING &&
-	    (!s->completed || (found && sequential && !judge_holds(&s->j))))
-		kind = LATE;
-	if (pos > s->app_pos)
-		s->app_pos = pos;
-	if (s->j.control == JUDGE_CTL_MEASURE || (s->j.control == JUDGE_CTL_WAIT && kind == MISS)) {
-		; /* the program on its own, on purpose: no evidence for the stop rules */
-	} else if (kind == HIT) {
-		s->hits += delta;
-		m->st->hits += delta;
-		s->consecutive_misses = 0;
-	} else if (kind == LATE) {
-		s->late += delta;
-		m->st->late += delta;
-	} else {
-		s->misses += delta;
-		m->st->misses += delta;
-		s->consecutive_misses += delta;
-	}
+	struct progress p = served(s, ev, delta);
+	count_served(s, &p, delta);
 	if (!pays_off(s, ev, final)) {
 		if (!final) {
 			end_scan(s, DA_END_NO_GAIN);
@@ -923,27 +985,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		return;
 	if (judge_holds(&s->j))
 		return; /* the window is held for the control stretch */
-
-	/* Lustre's stop rules. */
-	uint64_t judged = s->hits + s->misses;
-	if (s->hits > m->cfg.stop_min_hits && (double)s->hits < m->cfg.stop_hit_ratio * (double)judged)
-		return end_scan(s, DA_END_LOW_HITS);
-	if (s->consecutive_misses > m->cfg.stop_consecutive_misses)
-		return end_scan(s, DA_END_MISSES);
-
-	/* Lustre's window: grow while prefetched entries are used, that is while the program's
-	 * stats walk through what was fetched: a program that stats a few names of a big
-	 * directory (imports, completion) keeps the first window. */
-	uint32_t old_step = progress_step(s);
-	if (kind != MISS && sequential && s->window < m->cfg.window_max)
-		s->window = s->window * 2 > m->cfg.window_max ? m->cfg.window_max : s->window * 2;
-	uint64_t limit = s->app_pos + s->window;
-	if (limit > s->limit) {
-		s->limit = limit;
-		dirahead_dir_set_limit(s->dir, limit);
-	}
-	if (progress_step(s) != old_step)
-		detector_scan_step(m->det, s->id, progress_step(s));
+	stop_or_grow(s, &p);
 }
 
 static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
@@ -955,8 +997,10 @@ static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (!s || scan_ended(s))
 		return;
 	s->bpf_gone = true; /* BPF has forgotten it already */
-	if (s->life == SCAN_PROBING)
-		return drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
+	if (s->life == SCAN_PROBING) {
+		drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
+		return;
+	}
 	on_progress(m, ev, true);
 	enum da_end_reason why;
 	if (s->life == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT ||

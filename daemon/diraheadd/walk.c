@@ -841,8 +841,10 @@ static void cand_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	bool child = ev->parent_ino == c->ino;
 	bool sibling = c->parent_ino && ev->parent_ino == c->parent_ino && ev->ino != c->ino;
 	if (!child && !sibling) {
-		if (++c->strays > WALK_CAND_STRAYS)
-			return cand_drop(m, c, true);
+		if (++c->strays > WALK_CAND_STRAYS) {
+			cand_drop(m, c, true);
+			return;
+		}
 		c->ino = ev->ino;
 		c->parent_ino = ev->parent_ino;
 		c->scanned = false;
@@ -889,8 +891,10 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 {
 	struct walk *w = walk_of(m, ev->tgid);
 	m->st->walk_listings++;
-	if (!w)
-		return cand_listing(m, ev);
+	if (!w) {
+		cand_listing(m, ev);
+		return;
+	}
 	w->last_ns = now_ns();
 	/* its credentials changed (dropped privileges): never served with the old ones */
 	if (!procdir_cred_same(&w->cred, ev)) {
