@@ -4,7 +4,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "policy.h"
 #include "procdir.h"
 #include "start.h"
+#include "wtree.h"
 
 /* Directories a walk knows at once (listed, or seen in a listing): memory stays bounded on any
  * tree; beyond it subdirectories are not recorded and the walk narrows to what it has. */
@@ -35,32 +35,8 @@
 #define WALK_MAX_CANDS 64
 #define WALK_CAND_STRAYS 4
 
-enum wn_state { WN_NEW, WN_OPEN, WN_DONE, WN_FAILED };
-
 struct walk;
 static const struct host_ops walk_ops;
-
-struct wnode {
-	struct host_dir hd;         /* first: the engine's dir_data (host.h) */
-	struct walk *w;
-	struct wnode *parent;       /* NULL: the top, or a node dropped while its dir finishes */
-	struct wnode **kids;        /* subdirectories, sorted by the walk's order; [first, nkids) */
-	uint32_t nkids, capkids, first;
-	uint32_t kids_new;          /* kids still WN_NEW: the hold is needed to open them */
-	uint32_t new_below;         /* WN_NEW nodes below (not counting itself) */
-	enum wn_state state;
-	bool visited;               /* the program listed it */
-	bool ahead;                 /* opened by the walk, not yet listed by the program */
-	bool zombie;                /* dropped from the tree; freed when its dir is done */
-	struct wnode *zombie_next;  /* w->zombies */
-	char *last_name;            /* the kid the program listed last (for its order) */
-	uint64_t last_index;
-	uint64_t index, ino;
-	uint64_t completed;         /* entries fetched */
-	struct dirahead_dir *dir;
-	struct dirahead_dirfd *hold;
-	char name[];
-};
 
 struct walk {
 	struct walk *next;
@@ -77,15 +53,13 @@ struct walk {
 	char comm[DIRAHEAD_COMM_LEN];
 	char path[DIRAHEAD_PATH_LEN];
 	struct wnode *root, *cursor;
-	void *by_ino;               /* tsearch tree of struct wnode *, by ino */
+	struct wtree tree;          /* the directories it knows (wtree.h) */
 	struct wnode *zombies;      /* dropped, their dirs still cancelling */
 	uint64_t pending_ino;       /* the program lists this one; not seen by the walk yet */
 	unsigned strays;            /* listings in a row the tree could not place */
-	uint32_t nodes;
 	unsigned open, dirs_ahead;
 	unsigned window;            /* directories ahead allowed now: narrows on skips, AIMD */
 	uint64_t entries_ahead, entries, visited;
-	bool by_name;               /* the program visits subdirectories in name order */
 	unsigned votes_readdir, votes_name;
 	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
 	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
@@ -134,27 +108,6 @@ static uint64_t now_ns(void)
 	return host_now_ns();
 }
 
-static int cmp_ino(const void *a, const void *b)
-{
-	const struct wnode *x = a, *y = b;
-	return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
-static struct wnode *node_by_ino(struct walk *w, uint64_t ino)
-{
-	struct wnode key = { .ino = ino };
-	void *r = tfind(&key, &w->by_ino, cmp_ino);
-	return r ? *(struct wnode **)r : NULL;
-}
-
-/* The walk's order of siblings: as the program visits them. */
-static int cmp_kids(const struct walk *w, const struct wnode *a, const struct wnode *b)
-{
-	if (w->by_name)
-		return strcmp(a->name, b->name);
-	return a->index < b->index ? -1 : a->index > b->index;
-}
-
 static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 {
 	for (struct walk *w = m->walks; w; w = w->next)
@@ -163,16 +116,10 @@ static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 	return NULL;
 }
 
-static void new_below_add(struct wnode *n, int d)
-{
-	for (struct wnode *a = n->parent; a; a = a->parent)
-		a->new_below += (uint32_t)d;
-}
-
 /* A node leaves WN_NEW (opened, or dropped): its parent may let go of its fd. */
 static void left_new(struct wnode *n)
 {
-	new_below_add(n, -1);
+	wtree_new_below_add(n, -1);
 	struct wnode *p = n->parent;
 	if (p && p->kids_new && !--p->kids_new && p->state != WN_OPEN) {
 		dirahead_dirfd_put(p->hold);
@@ -181,14 +128,6 @@ static void left_new(struct wnode *n)
 }
 
 static void free_walk(struct walk *w);
-
-static void node_free_mem(void *p)
-{
-	struct wnode *n = p;
-	free(n->kids);
-	free(n->last_name);
-	free(n);
-}
 
 /* Drops a subtree the program passed over (or the whole tree at the end): what was fetched
  * ahead and never listed is wasted; open directories are cancelled and freed when done. */
@@ -200,8 +139,7 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 	free(n->kids);
 	n->kids = NULL;
 	n->nkids = n->first = n->capkids = 0;
-	tdelete(n, &w->by_ino, cmp_ino);
-	w->nodes--;
+	wtree_forget(&w->tree, n);
 	if (n->ahead) {
 		n->ahead = false;
 		w->dirs_ahead--;
@@ -222,7 +160,7 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 		dirahead_dir_cancel(n->dir);
 		return;
 	}
-	node_free_mem(n);
+	wtree_node_free(n);
 }
 
 static void end_walk(struct walk *w, enum da_walk_end_reason why)
@@ -259,11 +197,11 @@ static void free_walk(struct walk *w)
 			break;
 		}
 	m->n--;
-	tdestroy(w->by_ino, node_free_mem);
+	wtree_destroy(&w->tree);
 	while (w->zombies) {
 		struct wnode *z = w->zombies;
 		w->zombies = z->zombie_next;
-		node_free_mem(z);
+		wtree_node_free(z);
 	}
 	free(w);
 }
@@ -318,66 +256,6 @@ static bool open_node(struct walk *w, struct wnode *n)
 	return true;
 }
 
-/* First WN_NEW node in n's subtree, pre-order. */
-static struct wnode *first_new_in(struct wnode *n)
-{
-	for (uint32_t i = n->first; i < n->nkids; i++) {
-		struct wnode *k = n->kids[i];
-		if (k->state == WN_NEW)
-			return k;
-		if (k->new_below)
-			return first_new_in(k);
-	}
-	return NULL;
-}
-
-static int64_t kid_pos(const struct walk *w, const struct wnode *p, const struct wnode *k)
-{
-	uint32_t lo = p->first, hi = p->nkids;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int c = cmp_kids(w, p->kids[mid], k);
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (uint32_t i = lo; i < p->nkids && !cmp_kids(w, p->kids[i], k); i++)
-		if (p->kids[i] == k)
-			return i;
-	for (uint32_t i = p->first; i < p->nkids; i++) /* equal names: cannot happen; be safe */
-		if (p->kids[i] == k)
-			return i;
-	return -1;
-}
-
-/* The next directory to open: the first WN_NEW one after the program's position, pre-order. */
-static struct wnode *next_new(struct walk *w)
-{
-	struct wnode *c = w->cursor ? w->cursor : w->root;
-	if (!c)
-		return NULL;
-	if (c->new_below) {
-		struct wnode *n = first_new_in(c);
-		if (n)
-			return n;
-	}
-	for (struct wnode *x = c; x->parent; x = x->parent) {
-		struct wnode *p = x->parent;
-		if (!p->new_below)
-			continue;
-		int64_t pos = kid_pos(w, p, x);
-		for (uint32_t i = pos < 0 ? p->first : (uint32_t)pos + 1; i < p->nkids; i++) {
-			struct wnode *k = p->kids[i];
-			if (k->state == WN_NEW)
-				return k;
-			if (k->new_below)
-				return first_new_in(k);
-		}
-	}
-	return NULL;
-}
-
 static void pump(struct walk *w)
 {
 	struct walk_mgr *m = w->mgr;
@@ -385,26 +263,10 @@ static void pump(struct walk *w)
 		w->window = m->cfg.walk_ahead_dirs;
 	while (!w->ending && w->open < m->cfg.walk_open_dirs &&
 	       w->dirs_ahead < w->window && w->entries_ahead < m->cfg.walk_ahead_entries) {
-		struct wnode *n = next_new(w);
+		struct wnode *n = wtree_next_new(&w->tree, w->root, w->cursor);
 		if (!n)
 			break;
 		open_node(w, n);
-	}
-}
-
-static void sort_all(struct walk *w, struct wnode *n)
-{
-	for (uint32_t i = n->first; i < n->nkids; i++)
-		sort_all(w, n->kids[i]);
-	/* insertion sort: small arrays, and mostly sorted already */
-	for (uint32_t i = n->first + 1; i < n->nkids; i++) {
-		struct wnode *k = n->kids[i];
-		uint32_t j = i;
-		while (j > n->first && cmp_kids(w, n->kids[j - 1], k) > 0) {
-			n->kids[j] = n->kids[j - 1];
-			j--;
-		}
-		n->kids[j] = k;
 	}
 }
 
@@ -450,9 +312,9 @@ static void visit(struct walk *w, struct wnode *n)
 			w->votes_readdir += n->index > p->last_index;
 			w->votes_name += strcmp(n->name, p->last_name) > 0;
 			bool by_name = w->votes_name > w->votes_readdir;
-			if (by_name != w->by_name) {
-				w->by_name = by_name;
-				sort_all(w, w->root);
+			if (by_name != w->tree.by_name) {
+				w->tree.by_name = by_name;
+				wtree_sort(&w->tree, w->root);
 				log_debug("walk of pid %u: subdirectories in %s order", w->tgid,
 					  by_name ? "name" : "readdir");
 			}
@@ -464,18 +326,18 @@ static void visit(struct walk *w, struct wnode *n)
 	/* Everything before `n` in the program's order was passed over (pruned, excluded, or
 	 * not of interest): drop it.  Only once its order is known for sure; a guess would drop
 	 * what it visits next. */
-	unsigned yes = w->by_name ? w->votes_name : w->votes_readdir;
-	unsigned no = w->by_name ? w->votes_readdir : w->votes_name;
+	unsigned yes = w->tree.by_name ? w->votes_name : w->votes_readdir;
+	unsigned no = w->tree.by_name ? w->votes_readdir : w->votes_name;
 	if (yes >= 2 && yes >= 4 * no) {
 		for (struct wnode *k = n; k->parent; k = k->parent) {
 			struct wnode *a = k->parent;
-			int64_t pos = kid_pos(w, a, k);
+			int64_t pos = wtree_kid_pos(&w->tree, a, k);
 			if (pos < 0)
 				break;
 			for (uint32_t i = a->first; i < (uint32_t)pos; i++) {
 				struct wnode *x = a->kids[i];
 				if (x->new_below)
-					new_below_add(x, -(int)x->new_below);
+					wtree_new_below_add(x, -(int)x->new_below);
 				if (x->state == WN_NEW)
 					left_new(x);
 				drop_subtree(w, x);
@@ -489,42 +351,10 @@ static void visit(struct walk *w, struct wnode *n)
 static struct wnode *node_new(struct walk *w, struct wnode *parent, const char *name,
 			      uint64_t index, uint64_t ino)
 {
-	size_t len = strlen(name);
-	struct wnode *n = calloc(1, sizeof(*n) + len + 1);
-	if (!n)
-		return NULL;
-	n->hd.ops = &walk_ops;
-	n->w = w;
-	n->parent = parent;
-	n->index = index;
-	n->ino = ino;
-	memcpy(n->name, name, len + 1);
-	void *r = tsearch(n, &w->by_ino, cmp_ino);
-	if (!r || *(struct wnode **)r != n) { /* a hard-linked directory seen twice: not again */
-		free(n);
-		return NULL;
-	}
-	w->nodes++;
+	struct wnode *n = wtree_node_new(&w->tree, w, parent, name, index, ino);
+	if (n)
+		n->hd.ops = &walk_ops;
 	return n;
-}
-
-static bool add_kid(struct walk *w, struct wnode *p, struct wnode *k)
-{
-	if (p->nkids == p->capkids) {
-		uint32_t cap = p->capkids ? p->capkids * 2 : 8;
-		struct wnode **v = realloc(p->kids, cap * sizeof(*v));
-		if (!v)
-			return false;
-		p->kids = v;
-		p->capkids = cap;
-	}
-	uint32_t j = p->nkids++;
-	while (j > p->first && cmp_kids(w, p->kids[j - 1], k) > 0) {
-		p->kids[j] = p->kids[j - 1];
-		j--;
-	}
-	p->kids[j] = k;
-	return true;
 }
 
 static void walk_fs_of(const void *dir_data, struct host_fs *fs)
@@ -558,21 +388,20 @@ static void walk_on_complete(const struct dirahead_completion *c)
 		m->st->walk_not_entered++;
 		return;
 	}
-	if (w->nodes >= WALK_MAX_NODES)
+	if (w->tree.nodes >= WALK_MAX_NODES)
 		return;
 	if (!n->hold && !(n->hold = dirahead_dir_hold(c->dir)))
 		return;
 	struct wnode *k = node_new(w, n, c->name, c->index, c->stx->stx_ino);
 	if (!k)
 		return;
-	if (!add_kid(w, n, k)) {
-		tdelete(k, &w->by_ino, cmp_ino);
-		w->nodes--;
-		free(k);
+	if (!wtree_add_kid(&w->tree, n, k)) {
+		wtree_forget(&w->tree, k);
+		wtree_node_free(k);
 		return;
 	}
 	n->kids_new++;
-	new_below_add(k, 1);
+	wtree_new_below_add(k, 1);
 	if (w->pending_ino == k->ino) {
 		w->pending_ino = 0;
 		visit(w, k);
@@ -596,7 +425,7 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 				*pp = n->zombie_next;
 				break;
 			}
-		node_free_mem(n);
+		wtree_node_free(n);
 		if (w->ending && !w->open)
 			free_walk(w);
 		return;
@@ -905,7 +734,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		w->pending_ino = ev->ino;
 		return;
 	}
-	struct wnode *n = node_by_ino(w, ev->ino);
+	struct wnode *n = wtree_find(&w->tree, ev->ino);
 	if (n) {
 		w->pending_ino = 0;
 		w->strays = 0;
@@ -915,7 +744,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		pump(w);
 		return;
 	}
-	struct wnode *p = node_by_ino(w, ev->parent_ino);
+	struct wnode *p = wtree_find(&w->tree, ev->parent_ino);
 	if (p) {
 		/* below the tree, not seen yet (its parent's listing is under way) */
 		w->pending_ino = ev->ino;
