@@ -38,6 +38,11 @@
 struct walk;
 static const struct host_ops walk_ops;
 
+/* A walk's life.  OPENING: its top is being opened (no tree yet); WALKING: listing ahead of
+ * the program; ENDED (terminal): counted as ended, its directories still cancelling (freed
+ * once none is open). */
+enum walk_life { WALK_OPENING, WALK_WALKING, WALK_ENDED };
+
 struct walk {
 	struct walk *next;
 	struct walk_mgr *mgr;
@@ -70,7 +75,7 @@ struct walk {
 	int last_listed_ahead;
 	struct dirahead_cred cred;  /* the walker's: every directory is listed and fetched so */
 	uint64_t cgroup_id;
-	bool ending;
+	enum walk_life life;
 	uint64_t start_ns, last_ns;
 };
 
@@ -111,7 +116,7 @@ static uint64_t now_ns(void)
 static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 {
 	for (struct walk *w = m->walks; w; w = w->next)
-		if (w->tgid == tgid && !w->ending)
+		if (w->tgid == tgid && w->life != WALK_ENDED)
 			return w;
 	return NULL;
 }
@@ -147,7 +152,7 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 		m->st->entries_wasted += n->completed;
 		m->st->walk_dirs_skipped++;
 		/* the program passes over what we fetch ahead: look less far ahead */
-		if (!w->ending)
+		if (w->life != WALK_ENDED)
 			w->window = w->window > 2 ? w->window / 2 : 1;
 	}
 	dirahead_dirfd_put(n->hold);
@@ -166,9 +171,9 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 static void end_walk(struct walk *w, enum da_walk_end_reason why)
 {
 	struct walk_mgr *m = w->mgr;
-	if (w->ending)
+	if (w->life == WALK_ENDED)
 		return;
-	w->ending = true;
+	w->life = WALK_ENDED;
 	m->st->walks_ended[why]++;
 	/* nothing of the filesystem stays held once the walk is over (an unmount must succeed) */
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
@@ -261,7 +266,7 @@ static void pump(struct walk *w)
 	struct walk_mgr *m = w->mgr;
 	if (w->window > m->cfg.walk_ahead_dirs) /* lowered by a reload */
 		w->window = m->cfg.walk_ahead_dirs;
-	while (!w->ending && w->open < m->cfg.walk_open_dirs &&
+	while (w->life != WALK_ENDED && w->open < m->cfg.walk_open_dirs &&
 	       w->dirs_ahead < w->window && w->entries_ahead < m->cfg.walk_ahead_entries) {
 		struct wnode *n = wtree_next_new(&w->tree, w->root, w->cursor);
 		if (!n)
@@ -376,7 +381,7 @@ static void walk_on_complete(const struct dirahead_completion *c)
 		else if (n->visited)
 			m->st->walk_entries_used++;
 	}
-	if (n->zombie || w->ending || !c->stx || !S_ISDIR(c->stx->stx_mode))
+	if (n->zombie || w->life == WALK_ENDED || !c->stx || !S_ISDIR(c->stx->stx_mode))
 		return;
 	/* As the program's own walk would see it without crossing filesystems: a mount point or
 	 * automount point is not entered (a symlink is no directory with AT_SYMLINK_NOFOLLOW).
@@ -426,7 +431,7 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 				break;
 			}
 		wtree_node_free(n);
-		if (w->ending && !w->open)
+		if (w->life == WALK_ENDED && !w->open)
 			free_walk(w);
 		return;
 	}
@@ -480,6 +485,8 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 	struct stat st;
 	w->sdev = fstat(fd, &st) == 0 ? st.st_dev : makedev(w->dev_major, w->dev_minor);
 	root->visited = true;
+	assert(w->life == WALK_OPENING);
+	w->life = WALK_WALKING;
 	w->root = w->cursor = root;
 	struct dirahead_dir_opts o = dir_opts(w, root);
 	root->dir = dirahead_dir_submit(m->e, fd, &o);
@@ -499,7 +506,7 @@ static void opened(struct start_job *r)
 {
 	assert(r->what == START_TOP);
 	struct walk *w = walk_by_id(r->owner, r->id);
-	if (!w || w->ending || w->root) {
+	if (!w || w->life != WALK_OPENING) {
 		start_job_free(r);
 		return;
 	}
@@ -522,7 +529,7 @@ bool walk_mgr_walking(const struct walk_mgr *m, uint32_t tgid, uint32_t dev_majo
 {
 	bool any = dev_major == UINT32_MAX && dev_minor == UINT32_MAX;
 	for (const struct walk *w = m->walks; w; w = w->next)
-		if (w->tgid == tgid && !w->ending &&
+		if (w->tgid == tgid && w->life != WALK_ENDED &&
 		    (any || (w->dev_major == dev_major && w->dev_minor == dev_minor)))
 			return true;
 	return false;
@@ -554,7 +561,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	/* One walk per process (the detector follows it on one filesystem): a walker now walking
 	 * on another filesystem has left the tree of its walk there. */
 	for (struct walk *o = m->walks; o; o = o->next)
-		if (o->tgid == ev->tgid && !o->ending &&
+		if (o->tgid == ev->tgid && o->life != WALK_ENDED &&
 		    (o->dev_major != ev->dev_major || o->dev_minor != ev->dev_minor)) {
 			end_walk(o, DA_WALK_END_LEFT);
 			break; /* o may be freed */
@@ -730,7 +737,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		end_walk(w, DA_WALK_END_CRED);
 		return;
 	}
-	if (!w->root) { /* the top is still being opened */
+	if (w->life == WALK_OPENING) { /* the top is still being opened */
 		w->pending_ino = ev->ino;
 		return;
 	}
@@ -812,7 +819,7 @@ bool walk_mgr_tick(struct walk_mgr *m)
 	struct walk *w, *next;
 	for (w = m->walks; w; w = next) {
 		next = w->next;
-		if (w->ending)
+		if (w->life == WALK_ENDED)
 			continue;
 		if (!w->open && t - w->last_ns > idle) {
 			end_walk(w, DA_WALK_END_IDLE);
@@ -853,7 +860,7 @@ void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, v
 {
 	uint64_t t = now_ns();
 	for (struct walk *w = m->walks; w; w = w->next) {
-		if (w->ending)
+		if (w->life == WALK_ENDED)
 			continue;
 		struct walk_info i = { .pid = w->tgid, .comm = w->comm, .path = w->path,
 				       .entries = w->entries, .dirs_visited = w->visited,
@@ -867,7 +874,7 @@ void walk_mgr_count_of(const struct walk_mgr *m, uint32_t uid, uint64_t cgroup, 
 		       unsigned *cgroup_n)
 {
 	for (const struct walk *w = m->walks; w; w = w->next)
-		if (!w->ending) {
+		if (w->life != WALK_ENDED) {
 			*user += w->cred.euid == uid;
 			*cgroup_n += w->cgroup_id == cgroup;
 		}
@@ -877,7 +884,7 @@ void walk_mgr_end_on(struct walk_mgr *m, uint32_t dev_major, uint32_t dev_minor,
 {
 	for (struct walk *w = m->walks, *next; w; w = next) {
 		next = w->next;
-		if (!w->ending && w->dev_major == dev_major && w->dev_minor == dev_minor)
+		if (w->life != WALK_ENDED && w->dev_major == dev_major && w->dev_minor == dev_minor)
 			end_walk(w, (enum da_walk_end_reason)why);
 	}
 }
