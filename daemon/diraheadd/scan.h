@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
- * The scan manager: turns confirmed scans from the detector into prefetches a window ahead of
- * the application, grows the window while prefetched entries are used, and ends scans by
- * Lustre's rules (done, exited, idle, hit ratio too low, too many consecutive misses).
+ * The scans: one state machine per confirmed scan (enum scan_life in scan.c: probing, opening,
+ * prefetching, following, and its terminal ended states).  It acts on the decisions of others,
+ * each in one place: the gate's (gate.h: skipped, and then muted, forgotten or watched for a
+ * walk), the judge's (judge.h: probe, start, no gain), the opener's (start.h); and it keeps the
+ * window: prefetches a window ahead of the application, grows it while prefetched entries are
+ * used, and ends scans by Lustre's rules (done, exited, idle, hit ratio too low, too many
+ * consecutive misses).  Its directories go to the engine through the host (host.h).
  */
 #ifndef DIRAHEAD_SCAN_H
 #define DIRAHEAD_SCAN_H
