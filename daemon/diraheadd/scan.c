@@ -187,6 +187,7 @@ static void free_scan(struct scan *s)
 			*pp = s->next;
 			break;
 		}
+	assert(m->nscans > 0);
 	m->nscans--;
 	free(s);
 	update_timer(m);
@@ -237,8 +238,10 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	} else if (!s->bpf_gone) {
 		detector_scan_forget(m->det, s->id);
 	}
-	if (counts_active(s))
+	if (counts_active(s)) {
+		assert(m->active > 0);
 		m->active--;
+	}
 	if (s->dir) {
 		assert(s->life == SCAN_PREFETCHING);
 		s->life = SCAN_ENDED_DIR;
@@ -298,6 +301,7 @@ static uint32_t progress_step(const struct scan *s)
 static void drop_opening(struct scan *s, enum da_skip_reason why)
 {
 	struct scan_mgr *m = s->mgr;
+	assert(s->life == SCAN_OPENING && m->active > 0);
 	m->st->skips[why]++;
 	m->st->scans_started--;
 	m->active--;
@@ -1062,6 +1066,7 @@ static void scan_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
 		/* Everything is fetched: keep counting hits until the application is done, holding
 		 * nothing open and no longer counting against the concurrency limits. */
 		s->life = SCAN_FOLLOWING;
+		assert(m->active > 0);
 		m->active--;
 		return;
 	}

@@ -201,6 +201,7 @@ static void free_walk(struct walk *w)
 			*pp = w->next;
 			break;
 		}
+	assert(m->n > 0);
 	m->n--;
 	wtree_destroy(&w->tree);
 	while (w->zombies) {
@@ -422,6 +423,7 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 	struct walk *w = n->w;
 	struct walk_mgr *m = w->mgr;
 	n->dir = NULL;
+	assert(w->open > 0);
 	w->open--;
 	w->last_ns = now_ns();
 	if (n->zombie) {
