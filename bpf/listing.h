@@ -94,6 +94,61 @@ static __always_inline void walker_end(__u32 tgid, __u32 reason)
 	count(DIRAHEAD_CNT_EVENTS, 1);
 }
 
+/*
+ * A directory this process lists and has no scan of: its scan, made and given a slot of the
+ * thread (the thread's scans that do not enclose it are over); NULL if it stays untracked.
+ */
+static __always_inline struct scan *new_listing(const struct dirahead_scan_key *key, __u32 tid,
+						struct task_struct *task, struct file *f,
+						const struct dirinfo *di, long ret)
+{
+	struct dentry *dentry;
+	struct scratch *s;
+	struct scan *sc;
+	struct proc *p;
+	int slot;
+
+	if (ret == 0)
+		return NULL;	/* an empty directory: nothing will be stat'ed */
+	/* The daemon found prefetch does not pay for this process here: stay out of its way. */
+	if (muted(key->tgid, di->dev))
+		return NULL;
+	/* A scan value is too big for the stack: build it in the per-CPU scratch. */
+	s = get_scratch();
+	if (!s)
+		return NULL;
+	p = get_proc(key->tgid, task, s);
+	if (!p)
+		return NULL;
+	sc = &s->scan;
+	__builtin_memset(sc, 0, sizeof(*sc));
+	sc->scan_id = new_scan_id();
+	sc->dir_size = di->size;
+	sc->magic = di->magic;
+	sc->mnt_id = di->mnt_id;
+	sc->parent_ino = di->parent_ino;
+	sc->fd = -1;
+	sc->ctl_gen = ctl_gen;
+	adopt_name(sc, p, key->tgid, tid, di);
+	if (!share_take(p->uid, 1))
+		return NULL;
+	if (bpf_map_update_elem(&scans, key, sc, BPF_NOEXIST)) {
+		share_untake(p->uid, 1);
+		count(DIRAHEAD_CNT_TABLE_FULL, 1);
+		return NULL;
+	}
+	/* This thread lists another directory: its scans that do not enclose it are over. */
+	dentry = BPF_CORE_READ(f, f_path.dentry);
+	slot = take_slot(p, key->tgid, tid, thread_slots(p, tid) ?
+			 enclosing_slots(p, di->dev, (__u64)dentry) : 0, 0);
+	fill_slot(p, slot, tid, di->dev, di->ino, sc->flags & SCAN_HAS_PATH ? SLOT_PATH : 0);
+	sc = bpf_map_lookup_elem(&scans, key);
+	if (!sc)
+		return NULL;
+	count(DIRAHEAD_CNT_LISTINGS, 1);
+	return sc;
+}
+
 static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -102,9 +157,7 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 	struct dirahead_scan_key key = {};
 	struct task_struct *task;
 	struct dirinfo di = {};
-	struct dentry *dentry;
 	struct scan *sc;
-	struct proc *p;
 	struct file *f;
 	int fd;
 
@@ -133,47 +186,9 @@ static __always_inline int on_getdents(struct pt_regs *regs, long ret)
 	key.ino = di.ino;
 	sc = bpf_map_lookup_elem(&scans, &key);
 	if (!sc) {
-		struct scratch *s;
-		int slot;
-
-		if (ret == 0)
-			return 0;	/* an empty directory: nothing will be stat'ed */
-		/* The daemon found prefetch does not pay for this process here: stay out of its way. */
-		if (muted(tgid, di.dev))
-			return 0;
-		/* A scan value is too big for the stack: build it in the per-CPU scratch. */
-		s = get_scratch();
-		if (!s)
-			return 0;
-		p = get_proc(tgid, task, s);
-		if (!p)
-			return 0;
-		sc = &s->scan;
-		__builtin_memset(sc, 0, sizeof(*sc));
-		sc->scan_id = new_scan_id();
-		sc->dir_size = di.size;
-		sc->magic = di.magic;
-		sc->mnt_id = di.mnt_id;
-		sc->parent_ino = di.parent_ino;
-		sc->fd = -1;
-		sc->ctl_gen = ctl_gen;
-		adopt_name(sc, p, tgid, tid, &di);
-		if (!share_take(p->uid, 1))
-			return 0;
-		if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
-			share_untake(p->uid, 1);
-			count(DIRAHEAD_CNT_TABLE_FULL, 1);
-			return 0;
-		}
-		/* This thread lists another directory: its scans that do not enclose it are over. */
-		dentry = BPF_CORE_READ(f, f_path.dentry);
-		slot = take_slot(p, tgid, tid, thread_slots(p, tid) ?
-				 enclosing_slots(p, di.dev, (__u64)dentry) : 0, 0);
-		fill_slot(p, slot, tid, di.dev, di.ino, sc->flags & SCAN_HAS_PATH ? SLOT_PATH : 0);
-		sc = bpf_map_lookup_elem(&scans, &key);
+		sc = new_listing(&key, tid, task, f, &di, ret);
 		if (!sc)
 			return 0;
-		count(DIRAHEAD_CNT_LISTINGS, 1);
 	}
 	sc->fd = fd;
 	if (ret == 0)

@@ -91,6 +91,121 @@ __noinline int read_stat_id(void)
 }
 
 /*
+ * A run in the directory `dentry`, reached by a dirfd (dfd) or the cwd: what the detector keeps
+ * of it into *di, and its key; the process's entry, or NULL where it stays untracked.
+ */
+static __always_inline struct proc *run_dir_by_dentry(__u32 tgid, int dfd, __u64 dentry,
+						      struct task_struct *task,
+						      const struct dirahead_bpf_config *cfg,
+						      struct scratch *s, struct dirinfo *di,
+						      struct dirahead_scan_key *key)
+{
+	struct vfsmount *vm;
+	struct proc *p;
+
+	if (dfd != DA_AT_FDCWD) {
+		struct file *f = fd_file(task, dfd);
+
+		if (!f)
+			return NULL;
+		vm = BPF_CORE_READ(f, f_path.mnt);
+	} else {
+		vm = BPF_CORE_READ(task, fs, pwd.mnt);
+	}
+	if (!path_dirinfo(vm, (struct dentry *)dentry, di))
+		return NULL;
+	if ((di->mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di->magic) ||
+	    di->size < cfg->min_dir_size || muted(tgid, di->dev) || walked(tgid, di->dev))
+		return NULL;
+	p = get_proc(tgid, task, s);
+	if (!p)
+		return NULL;
+	if (dfd == DA_AT_FDCWD)
+		read_cwd(task, p);	/* DIRAHEAD_REF_CWD: the cwd of the thread that stats */
+	key->dev = di->dev;
+	key->ino = di->ino;
+	return p;
+}
+
+/*
+ * A run by path, whose directory is known only by its name, s->path up to prefix_end: its key
+ * (dev 0, the name's hash) and `names` entry, and the program's stat of the name to check it
+ * by; the process's entry, or NULL where it stays untracked.
+ */
+static __always_inline struct proc *run_dir_by_path(__u32 tgid, long n, int prefix_end,
+						    struct task_struct *task, struct scratch *s,
+						    struct dirahead_scan_key *key,
+						    struct name_key *nk, struct name_val *nv)
+{
+	struct name_val *old;
+	struct path_hash ph;
+	struct proc *p;
+
+	if (prefix_end <= 0 || prefix_end >= PATH_LEN || muted(tgid, 0) || walked(tgid, 0))
+		return NULL;
+	p = get_proc(tgid, task, s);
+	if (!p)
+		return NULL;
+	hash_path((const struct path_buf *)s->path, n,
+		  s->path[0] == '/' ? p->seed : p->rel_seed, &ph);
+	nk->hash = ph.prefix;
+	/* a directory the process listed and still scans: that scan stands */
+	old = bpf_map_lookup_elem(&names, nk);
+	if (old) {
+		key->dev = old->dev;
+		key->ino = old->ino;
+		if (bpf_map_lookup_elem(&scans, key))
+			return NULL;
+	}
+	key->dev = 0;
+	key->ino = ph.prefix | 1;
+	nv->ino = key->ino;
+	read_stat_id();
+	if (!s->name_id)
+		return NULL;	/* nothing to check the directory by: the daemon would refuse */
+	return p;
+}
+
+/* The run's scan, built in s->scan: confirmed at once, with the run's stats and its last name. */
+static __always_inline void run_scan(struct scratch *s, const struct run *r,
+				     const struct dirahead_bpf_config *cfg, const struct proc *p,
+				     const struct dirinfo *di, int dfd, __u64 dentry, int name_off,
+				     int prefix_end)
+{
+	struct scan *sc = &s->scan;
+	long len;
+
+	__builtin_memset(sc, 0, sizeof(*sc));
+	sc->scan_id = new_scan_id();
+	sc->flags = SCAN_CONFIRMED | SCAN_UNLISTED | (r->sorted ? SCAN_SORTED : 0);
+	sc->fd = dentry && dfd != DA_AT_FDCWD ? dfd : -1;
+	sc->dir_size = di->size;
+	sc->magic = di->magic;
+	sc->mnt_id = di->mnt_id;
+	sc->parent_ino = di->parent_ino;
+	sc->stats = cfg->unlisted_stats;
+	sc->t_first = r->t_first;
+	sc->t_last = bpf_ktime_get_ns();
+	sc->step = cfg->progress_step;
+	sc->next_progress = sc->stats + sc->step;
+	sc->ctl_gen = ctl_gen;
+	len = take_name(s, name_off);
+	__builtin_memcpy(sc->name, s->name, NAME_LEN);
+	sc->name_len = len;
+	if (!dentry) {
+		__builtin_memcpy(sc->path, s->path, PATH_LEN);
+		sc->path[prefix_end & (PATH_LEN - 1)] = 0;
+		sc->path_len = prefix_end;
+		sc->flags |= SCAN_HAS_PATH | (s->path[0] == '/' ? SCAN_ABS_PATH : 0);
+		sc->rel_seed = p->rel_seed;
+		sc->name_id = s->name_id;
+		sc->name_major = s->name_major;
+		sc->name_minor = s->name_minor;
+		sc->name_ino = s->name_ino;
+	}
+}
+
+/*
  * The thread made unlisted_stats stats of distinct names in one directory it did not list: track
  * it as a scan, confirmed at once (DIRAHEAD_EVF_UNLISTED).  dentry: the directory, for a dirfd
  * (dfd) or the cwd; 0 for names by path, whose directory is known only by its name, s->path up
@@ -108,98 +223,24 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 	struct name_key nk = { .tgid = tgid };
 	struct name_val nv = {};
 	struct dirinfo di = {};
-	struct path_hash ph;
 	struct scan *sc;
 	struct proc *p;
 	int slot;
-	bool abs;
-	long len;
 
 	if (!cfg || !s || !r || n <= 0 || n >= PATH_LEN)
 		return 0;
-	if (dentry) {
-		struct vfsmount *vm;
-
-		if (dfd != DA_AT_FDCWD) {
-			struct file *f = fd_file(task, dfd);
-
-			if (!f)
-				return 0;
-			vm = BPF_CORE_READ(f, f_path.mnt);
-		} else {
-			vm = BPF_CORE_READ(task, fs, pwd.mnt);
-		}
-		if (!path_dirinfo(vm, (struct dentry *)dentry, &di))
-			return 0;
-		if ((di.mode & DA_S_IFMT) != DA_S_IFDIR || pseudo_fs(di.magic) ||
-		    di.size < cfg->min_dir_size || muted(tgid, di.dev) || walked(tgid, di.dev))
-			return 0;
-		p = get_proc(tgid, task, s);
-		if (!p)
-			return 0;
-		if (dfd == DA_AT_FDCWD)
-			read_cwd(task, p);	/* DIRAHEAD_REF_CWD: the cwd of the thread that stats */
-		key.dev = di.dev;
-		key.ino = di.ino;
-	} else {
-		if (prefix_end <= 0 || prefix_end >= PATH_LEN || muted(tgid, 0) || walked(tgid, 0))
-			return 0;
-		p = get_proc(tgid, task, s);
-		if (!p)
-			return 0;
-		abs = s->path[0] == '/';
-		hash_path((const struct path_buf *)s->path, n, abs ? p->seed : p->rel_seed, &ph);
-		nk.hash = ph.prefix;
-		/* a directory the process listed and still scans: that scan stands */
-		struct name_val *old = bpf_map_lookup_elem(&names, &nk);
-
-		if (old) {
-			key.dev = old->dev;
-			key.ino = old->ino;
-			if (bpf_map_lookup_elem(&scans, &key))
-				return 0;
-		}
-		key.dev = 0;
-		key.ino = ph.prefix | 1;
-		nv.ino = key.ino;
-		read_stat_id();
-		if (!s->name_id)
-			return 0;	/* nothing to check the directory by: the daemon would refuse */
-	}
+	if (dentry)
+		p = run_dir_by_dentry(tgid, dfd, dentry, task, cfg, s, &di, &key);
+	else
+		p = run_dir_by_path(tgid, n, prefix_end, task, s, &key, &nk, &nv);
+	if (!p)
+		return 0;
 	if (bpf_map_lookup_elem(&scans, &key))
 		return 0;	/* tracked already (forgotten, or its stats come by another name) */
-	sc = &s->scan;
-	__builtin_memset(sc, 0, sizeof(*sc));
-	sc->scan_id = new_scan_id();
-	sc->flags = SCAN_CONFIRMED | SCAN_UNLISTED | (r->sorted ? SCAN_SORTED : 0);
-	sc->fd = dentry && dfd != DA_AT_FDCWD ? dfd : -1;
-	sc->dir_size = di.size;
-	sc->magic = di.magic;
-	sc->mnt_id = di.mnt_id;
-	sc->parent_ino = di.parent_ino;
-	sc->stats = cfg->unlisted_stats;
-	sc->t_first = r->t_first;
-	sc->t_last = bpf_ktime_get_ns();
-	sc->step = cfg->progress_step;
-	sc->next_progress = sc->stats + sc->step;
-	sc->ctl_gen = ctl_gen;
-	len = take_name(s, name_off);
-	__builtin_memcpy(sc->name, s->name, NAME_LEN);
-	sc->name_len = len;
-	if (!dentry) {
-		__builtin_memcpy(sc->path, s->path, PATH_LEN);
-		sc->path[prefix_end & (PATH_LEN - 1)] = 0;
-		sc->path_len = prefix_end;
-		sc->flags |= SCAN_HAS_PATH | (abs ? SCAN_ABS_PATH : 0);
-		sc->rel_seed = p->rel_seed;
-		sc->name_id = s->name_id;
-		sc->name_major = s->name_major;
-		sc->name_minor = s->name_minor;
-		sc->name_ino = s->name_ino;
-	}
+	run_scan(s, r, cfg, p, &di, dfd, dentry, name_off, prefix_end);
 	if (!share_take(p->uid, 1))
 		return 0;
-	if (bpf_map_update_elem(&scans, &key, sc, BPF_NOEXIST)) {
+	if (bpf_map_update_elem(&scans, &key, &s->scan, BPF_NOEXIST)) {
 		share_untake(p->uid, 1);
 		count(DIRAHEAD_CNT_TABLE_FULL, 1);
 		return 0;
