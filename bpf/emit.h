@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Scan events into the ring buffer: the record (SCAN, PROGRESS, END) with the references the
- * daemon can open the directory by and the caller's credentials, and whether it wakes the daemon.
+ * Events into the ring buffer: a record reserved (or counted lost) and submitted, waking the
+ * daemon or not; the scan record (SCAN, PROGRESS, END) with the references the daemon can open
+ * the directory by and the caller's credentials.
  */
 #ifndef DIRAHEAD_DETECTOR_EMIT_H
 #define DIRAHEAD_DETECTOR_EMIT_H
@@ -28,6 +29,23 @@ static __always_inline __u64 submit_flags(bool may_wait)
 	if (!may_wait)
 		return queued > sizeof(struct dirahead_event) + 8 ? BPF_RB_FORCE_WAKEUP : 0;
 	return queued > RING_SIZE / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* A record of the ring buffer, or NULL (counted as lost: the ring is full). */
+static __always_inline struct dirahead_event *reserve_event(void)
+{
+	struct dirahead_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e)
+		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+	return e;
+}
+
+/* The record goes to the daemon; may_wait: see submit_flags(). */
+static __always_inline void submit_event(struct dirahead_event *e, bool may_wait)
+{
+	bpf_ringbuf_submit(e, submit_flags(may_wait));
+	count(DIRAHEAD_CNT_EVENTS, 1);
 }
 
 /* Is the kernel's fd still on this directory?  (The process may have closed or reused it.) */
@@ -87,11 +105,9 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	struct dirahead_event *e;
 	__u32 ref = 0;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+	e = reserve_event();
+	if (!e)
 		return;
-	}
 	e->type = type;
 	e->tgid = key->tgid;
 	e->tid = (__u32)bpf_get_current_pid_tgid();
@@ -150,8 +166,7 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	if (type != DIRAHEAD_EV_END)
 		fill_cred(e);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, submit_flags(type == DIRAHEAD_EV_END));
-	count(DIRAHEAD_CNT_EVENTS, 1);
+	submit_event(e, type == DIRAHEAD_EV_END);
 }
 
 #endif /* DIRAHEAD_DETECTOR_EMIT_H */

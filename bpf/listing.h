@@ -41,11 +41,9 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 		return true;	/* the same listing (one more getdents, or its end) */
 	now = bpf_ktime_get_ns();
 	w->last_ino = di->ino;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+	e = reserve_event();
+	if (!e)
 		return true;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->type = DIRAHEAD_EV_LISTING;
 	e->tgid = tgid;
@@ -64,8 +62,7 @@ static __always_inline bool walker_listing(__u32 tgid, int fd, const struct diri
 	fill_cred(e);
 	e->ts_ns = now;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, submit_flags(true));
-	count(DIRAHEAD_CNT_EVENTS, 1);
+	submit_event(e, true);
 	return true;
 }
 
@@ -79,19 +76,16 @@ static __always_inline void walker_end(__u32 tgid, __u32 reason)
 	if (!w)
 		return;
 	bpf_map_delete_elem(&walkers, &tgid);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(DIRAHEAD_CNT_EVENTS_LOST, 1);
+	e = reserve_event();
+	if (!e)
 		return;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->type = DIRAHEAD_EV_END;
 	e->end_reason = reason;
 	e->tgid = tgid;
 	e->fd = -1;
 	e->ts_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, submit_flags(true));
-	count(DIRAHEAD_CNT_EVENTS, 1);
+	submit_event(e, true);
 }
 
 /*
