@@ -22,6 +22,7 @@
 #include "detector.h"
 #include "log.h"
 #include "metrics.h"
+#include "monoclock.h"
 #include "peer.h"
 #include "fsmagic.h"
 #include "policy.h"
@@ -180,9 +181,7 @@ char *control_stats_json(struct daemon *d) { return to_string(jstats(d)); }
 char *control_status_json(struct daemon *d)
 {
 	json_object *o = json_object_new_object();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	uint64_t now = wall_us();
 	json_object_object_add(o, "running", json_object_new_boolean(1));
 	json_object_object_add(o, "attached", json_object_new_boolean(d->det != NULL));
 	json_object_object_add(o, "enabled", json_object_new_boolean(d->cfg.enabled));
