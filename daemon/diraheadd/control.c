@@ -54,31 +54,29 @@ static void conn_close(struct conn *k)
 }
 
 /* One remembered filesystem, keyed "MAJOR:MINOR" (`diraheadctl stats` shows
- * filesystems.0:55.verdict ...). */
+ * filesystems.0:55.verdict ...), its fields from the table of stats.h. */
 static void add_fs(const struct pol_fs *f, void *ctx)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = json_object_new_object(), *j;
 	char key[32];
 	const char *type = fsmagic_name(f->magic);
 	snprintf(key, sizeof(key), "%u:%u", f->dev_major, f->dev_minor);
 	json_object_object_add(o, "fstype", json_object_new_string(type ? type : "unknown"));
-	json_object_object_add(o, "verdict", json_object_new_string(pol_verdict_names[f->verdict]));
-	json_object_object_add(o, "depth", json_object_new_uint64(f->depth));
-	json_object_object_add(o, "app_stat_us_before", json_object_new_double(f->before_ns / 1e3));
-	json_object_object_add(o, "app_stat_us_prefetch", json_object_new_double(f->after_ns / 1e3));
-	json_object_object_add(o, "entry_cost_us", json_object_new_double(f->cost_ns / 1e3));
-	json_object_object_add(o, "scans", json_object_new_uint64(f->scans));
-	json_object_object_add(o, "gained", json_object_new_uint64(f->gained));
-	json_object_object_add(o, "no_gain", json_object_new_uint64(f->no_gain));
-	json_object_object_add(o, "skipped_fast", json_object_new_uint64(f->skipped_fast));
-	json_object_object_add(o, "skipped_no_gain", json_object_new_uint64(f->skipped_no_gain));
-	json_object_object_add(o, "reprobes", json_object_new_uint64(f->reprobes));
-	/* tree-ahead's listings there */
-	json_object_object_add(o, "list_verdict", json_object_new_string(pol_verdict_names[f->list.verdict]));
-	json_object_object_add(o, "list_us_daemon", json_object_new_double(f->list.wall_ns / 1e3));
-	json_object_object_add(o, "list_us_daemon_cpu", json_object_new_double(f->list.cpu_ns / 1e3));
-	json_object_object_add(o, "list_us_ahead", json_object_new_double(f->list.ahead_ns / 1e3));
-	json_object_object_add(o, "list_us_own", json_object_new_double(f->list.own_ns / 1e3));
+	for (size_t i = 0; i < da_fs_nrows; i++) {
+		const struct da_fs_row *r = &da_fs_rows[i];
+		for (int k = 0; k < DA_STAT_PARTS_MAX && r->field[k].json; k++) {
+			const void *at = (const char *)f + r->field[k].off;
+			if (r->kind == DA_FS_VERDICT)
+				j = json_object_new_string(pol_verdict_names[*(const enum pol_verdict *)at]);
+			else if (r->kind == DA_FS_UINT)
+				j = json_object_new_uint64(*(const unsigned *)at);
+			else if (r->kind == DA_FS_U64)
+				j = json_object_new_uint64(*(const uint64_t *)at);
+			else
+				j = json_object_new_double(*(const double *)at / 1e3);
+			json_object_object_add(o, r->field[k].json, j);
+		}
+	}
 	json_object_object_add((json_object *)ctx, key, o);
 }
 

@@ -26,62 +26,37 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
 
 struct fs_ctx {
 	FILE *f;
-	int what;
+	const struct da_fs_row *r;
 };
 
-/* One metric family over every remembered filesystem; labels device ("MAJOR:MINOR", as
+/* Row r's samples of one remembered filesystem; labels device ("MAJOR:MINOR", as
  * /proc/self/mountinfo shows it) and fstype, never a path. */
 static void fs_line(const struct pol_fs *fs, void *ctx)
 {
 	struct fs_ctx *c = ctx;
+	const struct da_fs_row *r = c->r;
 	const char *type = fsmagic_name(fs->magic);
 	char lab[96];
 	snprintf(lab, sizeof(lab), "device=\"%u:%u\",fstype=\"%s\"", fs->dev_major, fs->dev_minor,
 		 type ? type : "unknown");
-	switch (c->what) {
-	case 0:
-		for (int v = 0; v < POL_VERDICT_MAX; v++)
-			fprintf(c->f, "dirahead_filesystem_verdict{%s,verdict=\"%s\"} %d\n", lab,
-				pol_verdict_names[v], fs->verdict == (enum pol_verdict)v);
-		break;
-	case 1:
-		fprintf(c->f, "dirahead_filesystem_depth{%s} %u\n", lab, fs->depth);
-		break;
-	case 2:
-		fprintf(c->f, "dirahead_filesystem_app_stat_seconds{%s,phase=\"before\"} %.9f\n", lab,
-			fs->before_ns / 1e9);
-		fprintf(c->f, "dirahead_filesystem_app_stat_seconds{%s,phase=\"prefetch\"} %.9f\n", lab,
-			fs->after_ns / 1e9);
-		break;
-	case 3:
-		fprintf(c->f, "dirahead_filesystem_entry_cost_seconds{%s} %.9f\n", lab, fs->cost_ns / 1e9);
-		break;
-	case 4: {
-		const struct { const char *n; uint64_t v; } o[] = {
-			{ "gained", fs->gained }, { "no_gain", fs->no_gain },
-			{ "skipped_fast", fs->skipped_fast }, { "skipped_no_gain", fs->skipped_no_gain },
-			{ "reprobed", fs->reprobes },
-		};
-		for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
-			fprintf(c->f, "dirahead_filesystem_decisions_total{%s,decision=\"%s\"} %llu\n", lab,
-				o[i].n, (unsigned long long)o[i].v);
-		break;
-	}
-	case 5:
-		for (int v = 0; v < POL_VERDICT_MAX; v++)
-			fprintf(c->f, "dirahead_filesystem_listing_verdict{%s,verdict=\"%s\"} %d\n", lab,
-				pol_verdict_names[v], fs->list.verdict == (enum pol_verdict)v);
-		break;
-	case 6: {
-		const struct { const char *n; double v; } o[] = {
-			{ "daemon", fs->list.wall_ns }, { "daemon_cpu", fs->list.cpu_ns },
-			{ "program_ahead", fs->list.ahead_ns }, { "program_own", fs->list.own_ns },
-		};
-		for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
-			fprintf(c->f, "dirahead_filesystem_listing_seconds{%s,by=\"%s\"} %.9f\n", lab,
-				o[i].n, o[i].v / 1e9);
-		break;
-	}
+	for (int i = 0; i < DA_STAT_PARTS_MAX && r->field[i].json; i++) {
+		const struct da_fs_field *fd = &r->field[i];
+		const void *at = (const char *)fs + fd->off;
+		if (r->kind == DA_FS_VERDICT) {
+			for (int v = 0; v < POL_VERDICT_MAX; v++)
+				fprintf(c->f, "%s{%s,%s=\"%s\"} %d\n", r->metric, lab, r->label,
+					pol_verdict_names[v], *(const enum pol_verdict *)at == (enum pol_verdict)v);
+			continue;
+		}
+		fprintf(c->f, "%s{%s", r->metric, lab);
+		if (fd->label)
+			fprintf(c->f, ",%s=\"%s\"", r->label, fd->label);
+		if (r->kind == DA_FS_UINT)
+			fprintf(c->f, "} %u\n", *(const unsigned *)at);
+		else if (r->kind == DA_FS_U64)
+			fprintf(c->f, "} %llu\n", (unsigned long long)*(const uint64_t *)at);
+		else
+			fprintf(c->f, "} %.9f\n", *(const double *)at / 1e9);
 	}
 }
 
@@ -165,27 +140,13 @@ static void arming(FILE *f, struct daemon *d)
 
 static void filesystems(FILE *f, struct daemon *d)
 {
-	static const struct { const char *name, *type, *help; } fsm[] = {
-		{ "dirahead_filesystem_verdict", "gauge",
-		  "The cost model's verdict per filesystem (1 for the current one): unknown, pays, no_gain, fast." },
-		{ "dirahead_filesystem_depth", "gauge",
-		  "Prefetch requests in flight per scan learned for the filesystem (0: not yet)." },
-		{ "dirahead_filesystem_app_stat_seconds", "gauge",
-		  "Moving average of the programs' cost per stat on the filesystem, before and with prefetch." },
-		{ "dirahead_filesystem_entry_cost_seconds", "gauge",
-		  "Moving average of the daemon's CPU per prefetched entry on the filesystem (0: not measured)." },
-		{ "dirahead_filesystem_decisions_total", "counter",
-		  "The cost model's decisions per filesystem." },
-		{ "dirahead_filesystem_listing_verdict", "gauge",
-		  "Whether listing ahead of walkers pays per filesystem (1 for the current one): unknown, pays, no_gain, fast." },
-		{ "dirahead_filesystem_listing_seconds", "gauge",
-		  "Moving averages of a directory listing on the filesystem: the daemon's (wall and CPU time), the programs' of directories listed ahead of them and of those they came to first." },
-	};
 	unsigned nfs = 0;
 	policy_foreach(scan_mgr_policy(d->mgr), count_fs, &nfs);
-	for (int w = 0; w < (int)(sizeof(fsm) / sizeof(fsm[0])) && nfs; w++) { /* no family without samples */
-		struct fs_ctx c = { f, w };
-		head(f, fsm[w].name, fsm[w].type, fsm[w].help);
+	for (size_t i = 0; i < da_fs_nrows && nfs; i++) { /* no family without samples */
+		struct fs_ctx c = { f, &da_fs_rows[i] };
+		if (!c.r->metric)
+			continue;
+		head(f, c.r->metric, c.r->type, c.r->help);
 		policy_foreach(scan_mgr_policy(d->mgr), fs_line, &c);
 	}
 }

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "policy.h"
+
 #define X_NAME(e, s) s,
 const char *const da_end_reason_names[DA_END_MAX] = { DA_END_REASONS(X_NAME) };
 const char *const da_skip_reason_names[DA_SKIP_MAX] = { DA_SKIP_REASONS(X_NAME) };
@@ -150,6 +152,41 @@ const struct da_stat_row da_stat_rows[] = {
 	HOOK(DA_STAT_HOOK_PROGRAMS),
 };
 const size_t da_stat_nrows = sizeof(da_stat_rows) / sizeof(da_stat_rows[0]);
+
+#define FS(f) offsetof(struct pol_fs, f)
+const struct da_fs_row da_fs_rows[] = {
+	{ DA_FS_VERDICT, "dirahead_filesystem_verdict", "gauge",
+	  "The cost model's verdict per filesystem (1 for the current one): unknown, pays, no_gain, fast.",
+	  "verdict", { { "verdict", NULL, FS(verdict) } } },
+	{ DA_FS_UINT, "dirahead_filesystem_depth", "gauge",
+	  "Prefetch requests in flight per scan learned for the filesystem (0: not yet).", NULL,
+	  { { "depth", NULL, FS(depth) } } },
+	{ DA_FS_NS, "dirahead_filesystem_app_stat_seconds", "gauge",
+	  "Moving average of the programs' cost per stat on the filesystem, before and with prefetch.",
+	  "phase", { { "app_stat_us_before", "before", FS(before_ns) },
+		     { "app_stat_us_prefetch", "prefetch", FS(after_ns) } } },
+	{ DA_FS_NS, "dirahead_filesystem_entry_cost_seconds", "gauge",
+	  "Moving average of the daemon's CPU per prefetched entry on the filesystem (0: not measured).",
+	  NULL, { { "entry_cost_us", NULL, FS(cost_ns) } } },
+	{ DA_FS_U64, NULL, NULL, NULL, NULL, { { "scans", NULL, FS(scans) } } },
+	{ DA_FS_U64, "dirahead_filesystem_decisions_total", "counter",
+	  "The cost model's decisions per filesystem.", "decision",
+	  { { "gained", "gained", FS(gained) }, { "no_gain", "no_gain", FS(no_gain) },
+	    { "skipped_fast", "skipped_fast", FS(skipped_fast) },
+	    { "skipped_no_gain", "skipped_no_gain", FS(skipped_no_gain) },
+	    { "reprobes", "reprobed", FS(reprobes) } } },
+	/* tree-ahead's listings there */
+	{ DA_FS_VERDICT, "dirahead_filesystem_listing_verdict", "gauge",
+	  "Whether listing ahead of walkers pays per filesystem (1 for the current one): unknown, pays, no_gain, fast.",
+	  "verdict", { { "list_verdict", NULL, FS(list.verdict) } } },
+	{ DA_FS_NS, "dirahead_filesystem_listing_seconds", "gauge",
+	  "Moving averages of a directory listing on the filesystem: the daemon's (wall and CPU time), the programs' of directories listed ahead of them and of those they came to first.",
+	  "by", { { "list_us_daemon", "daemon", FS(list.wall_ns) },
+		  { "list_us_daemon_cpu", "daemon_cpu", FS(list.cpu_ns) },
+		  { "list_us_ahead", "program_ahead", FS(list.ahead_ns) },
+		  { "list_us_own", "program_own", FS(list.own_ns) } } },
+};
+const size_t da_fs_nrows = sizeof(da_fs_rows) / sizeof(da_fs_rows[0]);
 
 void da_stats_view_derive(struct da_stats_view *v)
 {

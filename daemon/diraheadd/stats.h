@@ -181,7 +181,7 @@ enum da_stat_hook {
 	DA_STAT_HOOK_PROGRAMS,
 };
 
-#define DA_STAT_PARTS_MAX 4
+#define DA_STAT_PARTS_MAX 5
 struct da_stat_part {
 	const char *json;       /* its key in the JSON; NULL: not there */
 	const char *label;      /* its label value in the metric family; NULL: the end of the parts */
@@ -223,6 +223,32 @@ static inline double da_stat_f64(const struct da_stats_view *v, size_t off)
 /* REASONS: reason i's value in the metric.  false: the metric does not show it (merged). */
 bool da_stat_reason_metric(const struct da_stat_row *r, const struct da_stats_view *v, int i,
 			   uint64_t *out);
+
+/* The cost model's statistics of one filesystem (struct pol_fs, policy.h): a JSON object per
+ * filesystem, a metric family per row with a sample per filesystem (labels device, fstype). */
+enum da_fs_kind {
+	DA_FS_VERDICT, /* enum pol_verdict: its name in the JSON, 1 for it and 0 for the others */
+	DA_FS_UINT,    /* unsigned */
+	DA_FS_U64,     /* uint64_t */
+	DA_FS_NS,      /* double, nanoseconds: microseconds in the JSON, seconds in the metric */
+};
+
+struct da_fs_field {
+	const char *json;       /* its key in the filesystem's JSON object */
+	const char *label;      /* its label value in the family; NULL: a family without label */
+	size_t off;             /* in struct pol_fs */
+};
+
+struct da_fs_row {
+	enum da_fs_kind kind;
+	const char *metric;     /* NULL: in the JSON only */
+	const char *type, *help;
+	const char *label;      /* the label's name, if the fields have values for it */
+	struct da_fs_field field[DA_STAT_PARTS_MAX]; /* up to the first without a JSON key */
+};
+
+extern const struct da_fs_row da_fs_rows[];
+extern const size_t da_fs_nrows;
 
 /* What the scans did between two snapshots of the counters, as one line for the log (no path, no
  * PID): scans confirmed, started, ended and skipped (with their reasons), walks, entries,

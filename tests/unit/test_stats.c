@@ -4,8 +4,8 @@
  * what the counters did between two snapshots, names the reasons that moved and no others, and
  * is empty when nothing moved (an idle daemon logs nothing).  The statistics table: every counter
  * of struct da_stats is declared by exactly one row, no JSON key or metric twice, each metric
- * with its type and help; the values both renderings derive (means, units) and the merged skip
- * reason of the metric.
+ * with its type and help; the same of the filesystems' table; the values both renderings derive
+ * (means, units) and the merged skip reason of the metric.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "policy.h"
 #include "stats.h"
 
 static void test_nothing(void **state)
@@ -148,6 +149,34 @@ static void test_table(void **state)
 		assert_int_equal(rows_of[slot], 1);
 }
 
+/* The filesystems' table: keys and families once each, every field inside struct pol_fs. */
+static void test_fs_table(void **state)
+{
+	static const char *keys[64], *metrics[64];
+	int nkeys = 0, nmetrics = 0;
+	(void)state;
+	for (size_t i = 0; i < da_fs_nrows; i++) {
+		const struct da_fs_row *r = &da_fs_rows[i];
+		assert_non_null(r->field[0].json);
+		for (int k = 0; k < DA_STAT_PARTS_MAX && r->field[k].json; k++) {
+			assert_false(seen(keys, &nkeys, r->field[k].json));
+			assert_true(r->field[k].off < sizeof(struct pol_fs));
+			/* a family's samples differ by their label, or it has one sample */
+			if (r->metric && r->kind != DA_FS_VERDICT)
+				assert_true(r->field[k].label ? r->label != NULL : k == 0 && !r->field[1].json);
+		}
+		if (!r->metric)
+			continue;
+		assert_false(seen(metrics, &nmetrics, r->metric));
+		assert_memory_equal(r->metric, "dirahead_filesystem_", 20);
+		assert_true(r->help && r->help[0]);
+		size_t len = strlen(r->metric);
+		assert_int_equal(!strcmp(r->type, "counter"), !strcmp(r->metric + len - 6, "_total"));
+		assert_true(r->kind != DA_FS_VERDICT || r->label);
+	}
+	assert_true(seen(keys, &nkeys, "verdict") && seen(keys, &nkeys, "list_us_own"));
+}
+
 static void test_view(void **state)
 {
 	static struct da_stats_view v;
@@ -188,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_deltas),
 		cmocka_unit_test(test_small_buffer),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_fs_table),
 		cmocka_unit_test(test_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
