@@ -209,20 +209,22 @@ static const struct key_enum log_levels[] = {
 #define STR(sec, key, f, chk, words) \
 	{ .section = sec, .name = key, .type = KEY_STR, FIELD(f), .check = chk, .expect = words }
 #define LIST(sec, key, f, chk) { .section = sec, .name = key, .type = KEY_LIST, FIELD(f), .check = chk }
+#define KEY(sec, key, t, f, ...) { .section = sec, .name = key, .type = t, FIELD(f), __VA_ARGS__ }
 
-/* Every key of dirahead.conf(5). */
+/* Every key of dirahead.conf(5), each as NAME("section", "key", ...) (tests/integration/pkg-man.sh
+ * reads them so). */
 static const struct key keys[] = {
 	BOOL("daemon", "enabled", enabled),
 	BOOL("daemon", "dry_run", dry_run),
-	{ .section = "daemon", .name = "log_level", .type = KEY_ENUM, FIELD(log_level), .values = log_levels,
-	  .nocase = true, .expect = "one of err, warning, notice, info, debug" },
+	KEY("daemon", "log_level", KEY_ENUM, log_level, .values = log_levels, .nocase = true,
+	    .expect = "one of err, warning, notice, info, debug"),
 	UINT("daemon", "log_summary_s", log_summary_s, 0, 86400),
 	STR("daemon", "proc", proc_path, check_absolute, "an absolute path"),
 	UINT("detect", "confirm_stats", confirm_stats, 1, 1000),
-	{ .section = "detect", .name = "unlisted_stats", .type = KEY_UINT, FIELD(unlisted_stats), .lo = 0,
-	  .hi = 32, .check = check_not_one, .expect = "0 (off) or a whole number from 2 to 32" },
-	{ .section = "detect", .name = "min_dir_size", .type = KEY_U64, FIELD(min_dir_size), .lo = 0,
-	  .hi = 1ull << 40, .expect = "a size in bytes" },
+	KEY("detect", "unlisted_stats", KEY_UINT, unlisted_stats, .lo = 0, .hi = 32,
+	    .check = check_not_one, .expect = "0 (off) or a whole number from 2 to 32"),
+	KEY("detect", "min_dir_size", KEY_U64, min_dir_size, .lo = 0, .hi = 1ull << 40,
+	    .expect = "a size in bytes"),
 	UINT("detect", "table_share_per_user", table_share_per_user, 0, 100),
 	ENUM("detect", "arm", arm_always, arm_modes, "on-block or always"),
 	UINT("detect", "quiet_s", quiet_s, 1, 3600),
