@@ -2,6 +2,7 @@
 /* The client's half of the control protocol (ctlproto.h): one request, one whole reply. */
 #include "ctlproto.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -77,6 +78,7 @@ static int read_reply(int fd, uint64_t deadline, char **out, size_t *len)
 			break;
 		*len += (size_t)got;
 	}
+	assert(*len < cap);
 	buf[*len] = '\0';
 	return 0;
 }

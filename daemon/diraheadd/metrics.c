@@ -3,6 +3,7 @@
  * and the sections the table leaves to it (histograms, arming, filesystems, BPF programs). */
 #include "metrics.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,7 @@ static void programs(FILE *f, struct daemon *d)
 {
 	struct detector_prog_stat ps[33];
 	int n = detector_prog_stats(d->det, ps, 32);
+	assert(n >= 0); /* a count of programs, never an error */
 	if (n > 32)
 		n = 32;
 	uint32_t sid;
@@ -230,6 +232,7 @@ static void row(FILE *f, struct daemon *d, const struct da_stat_row *r, const st
 	}
 	if (!r->metric)
 		return; /* in the JSON only */
+	assert(r->type && r->help && (r->shape == DA_STAT_VALUE || r->label));
 	head(f, r->metric, r->type, r->help);
 	switch (r->shape) {
 	case DA_STAT_VALUE:
