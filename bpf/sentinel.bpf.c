@@ -29,6 +29,7 @@
 #include "dirahead_event.h"
 #include "dirahead_sentinel.h"
 #include "detector_sys.h"
+#include "kernel_id.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -109,31 +110,6 @@ static __always_inline __u32 call_kind(struct pt_regs *regs, long nr)
 	default:
 		return 0;
 	}
-}
-
-static __always_inline bool compat_task(struct task_struct *task)
-{
-#ifdef DA_TS_COMPAT
-	if (bpf_core_field_exists(task->thread_info.status))
-		return task->thread_info.status & DA_TS_COMPAT;
-#endif
-	return false;
-}
-
-static __always_inline struct file *fd_file(struct task_struct *task, int fd)
-{
-	struct files_struct *files = task->files;
-	struct fdtable *fdt;
-	struct file *f = NULL;
-
-	if (fd < 0 || !files)
-		return NULL;
-	fdt = files->fdt;
-	if (!fdt || (unsigned int)fd >= fdt->max_fds)
-		return NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]))
-		return NULL;
-	return f;
 }
 
 /* The filesystem and directory of a dentry into ev; false if there is none. */
@@ -224,7 +200,7 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 	if (!call)
 		return 0;
 	tgid = prev->tgid;
-	if (tgid == self_tgid || compat_task(prev))
+	if (tgid == self_tgid || compat_syscall(prev))
 		return 0;
 
 	count(DIRAHEAD_SENT_CNT_BLOCKED);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <grp.h>
 #include <ini.h>
@@ -76,22 +77,237 @@ static void strlist_free(struct da_strlist *l)
 	l->n = 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* The keys: one typed table.  A key's type parses and stores its value and words its error
+ * ("[section] key: 'VALUE' is not <expect>"); a check of its own only where the type is not all. */
+
+enum key_type {
+	KEY_BOOL,   /* bool: yes, true, on, 1 or no, false, off, 0 */
+	KEY_UINT,   /* unsigned, a whole number from lo to hi */
+	KEY_U64,    /* uint64_t, a whole number from lo to hi */
+	KEY_DOUBLE, /* double, a number from dlo to dhi */
+	KEY_ENUM,   /* an int-sized (or bool) field: one of values[] */
+	KEY_STR,    /* char *, malloc'ed */
+	KEY_LIST,   /* struct da_strlist: words between blanks or commas; empty clears it */
+};
+
+struct key_enum {
+	const char *name;
+	int value;
+};
+
+struct key {
+	const char *section, *name;
+	enum key_type type;
+	size_t off, size;           /* the field in struct da_config */
+	unsigned long long lo, hi;  /* UINT, U64 */
+	double dlo, dhi;            /* DOUBLE */
+	const struct key_enum *values; /* ENUM, ended by a NULL name */
+	bool nocase;                /* ENUM: names in any case */
+	const char *expect;         /* the error's "is not <expect>"; NULL: the type's own words */
+	/* The key's own rule on a value its type accepted: numbers as parsed (unsigned long long),
+	 * lists once stored (struct da_strlist), strings before (NULL).  false breaks it: the error
+	 * is why, or with why left empty, "is not <expect>". */
+	bool (*check)(const char *value, const void *parsed, char *why, size_t len);
+};
+
+static bool check_not_one(const char *value, const void *parsed, char *why, size_t len)
+{
+	(void)value, (void)why, (void)len;
+	/* BPF counts distinct names by bits of a 64-bit set: a few dozen at most, and 1 is no run */
+	return *(const unsigned long long *)parsed != 1;
+}
+
+static bool check_absolute(const char *value, const void *parsed, char *why, size_t len)
+{
+	(void)parsed, (void)why, (void)len;
+	return value[0] == '/';
+}
+
+static bool check_group(const char *value, const void *parsed, char *why, size_t len)
+{
+	(void)parsed;
+	/* Checked here so that a typo is an error with a line number, not a failed start. */
+	if (value[0] && !getgrnam(value)) {
+		snprintf(why, len, "no group named '%s'", value);
+		return false;
+	}
+	return true;
+}
+
+static bool check_address(const char *value, const void *parsed, char *why, size_t len)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_un sa;
+	const char *up = da_unix_address(value);
+	(void)parsed;
+	if (up && (up[0] != '/' || up[strlen(up) - 1] == '/'))
+		snprintf(why, len, "'%s' is not unix:/ABSOLUTE/PATH of a socket", value);
+	else if (up && strlen(up) >= sizeof(sa.sun_path))
+		snprintf(why, len, "'%s': the path is longer than %zu bytes", value, sizeof(sa.sun_path) - 1);
+	else if (!up && value[0] && da_parse_address(value, &ss) < 0)
+		snprintf(why, len, "'%s' is not ADDRESS:PORT (127.0.0.1:9567, [::1]:9567, :9567), "
+			 "unix:/PATH or empty", value);
+	return !why[0];
+}
+
+/* cgroup patterns are matched against absolute paths: anything else never would match */
+static bool check_cgroups(const char *value, const void *parsed, char *why, size_t len)
+{
+	const struct da_strlist *l = parsed;
+	(void)value;
+	for (int i = 0; i < l->n; i++)
+		if (l->v[i][0] != '/') {
+			snprintf(why, len, "'%s' is not a cgroup path (one starting with /, as in "
+				 "/proc/PID/cgroup)", l->v[i]);
+			return false;
+		}
+	return true;
+}
+
+static bool check_hosts(const char *value, const void *parsed, char *why, size_t len)
+{
+	const struct da_strlist *l = parsed;
+	struct da_host h;
+	(void)value;
+	for (int i = 0; i < l->n; i++)
+		if (da_host_parse(l->v[i], &h) < 0) {
+			snprintf(why, len, "'%s' is not NAME or NAME:PORT (a host name, IPv4 address or "
+				 "[IPv6 address])", l->v[i]);
+			return false;
+		}
+	return true;
+}
+
+static const struct key_enum arm_modes[] = { { "on-block", false }, { "always", true }, { NULL, 0 } };
+static const struct key_enum engines[] = {
+	{ "auto", DIRAHEAD_BACKEND_AUTO }, { "io_uring", DIRAHEAD_BACKEND_URING },
+	{ "threads", DIRAHEAD_BACKEND_THREADS }, { NULL, 0 },
+};
+static const struct key_enum orders[] = {
+	{ "auto", DIRAHEAD_ORDER_DEFAULT }, { "readdir", DIRAHEAD_ORDER_READDIR },
+	{ "inode", DIRAHEAD_ORDER_INODE }, { "name", DIRAHEAD_ORDER_NAME }, { NULL, 0 },
+};
+static const struct key_enum access_modes[] = {
+	{ "all", DA_METRICS_ALL }, { "control-group", DA_METRICS_CONTROL_GROUP }, { NULL, 0 },
+};
+/* syslog's levels; the error names the useful ones */
+static const struct key_enum log_levels[] = {
+	{ "emerg", LOG_EMERG }, { "alert", LOG_ALERT }, { "crit", LOG_CRIT }, { "err", LOG_ERR },
+	{ "warning", LOG_WARNING }, { "notice", LOG_NOTICE }, { "info", LOG_INFO }, { "debug", LOG_DEBUG },
+	{ NULL, 0 },
+};
+
+#define FIELD(f) .off = offsetof(struct da_config, f), .size = sizeof(((struct da_config *)0)->f)
+#define BOOL(sec, key, f) { .section = sec, .name = key, .type = KEY_BOOL, FIELD(f) }
+#define UINT(sec, key, f, min, max) \
+	{ .section = sec, .name = key, .type = KEY_UINT, FIELD(f), .lo = min, .hi = max }
+#define DOUBLE(sec, key, f, min, max) \
+	{ .section = sec, .name = key, .type = KEY_DOUBLE, FIELD(f), .dlo = min, .dhi = max }
+#define ENUM(sec, key, f, vals, words) \
+	{ .section = sec, .name = key, .type = KEY_ENUM, FIELD(f), .values = vals, .expect = words }
+#define STR(sec, key, f, chk, words) \
+	{ .section = sec, .name = key, .type = KEY_STR, FIELD(f), .check = chk, .expect = words }
+#define LIST(sec, key, f, chk) { .section = sec, .name = key, .type = KEY_LIST, FIELD(f), .check = chk }
+#define KEY(sec, key, t, f, ...) { .section = sec, .name = key, .type = t, FIELD(f), __VA_ARGS__ }
+
+/* Every key of dirahead.conf(5), each as NAME("section", "key", ...) (tests/integration/pkg-man.sh
+ * reads them so). */
+static const struct key keys[] = {
+	BOOL("daemon", "enabled", enabled),
+	BOOL("daemon", "dry_run", dry_run),
+	KEY("daemon", "log_level", KEY_ENUM, log_level, .values = log_levels, .nocase = true,
+	    .expect = "one of err, warning, notice, info, debug"),
+	UINT("daemon", "log_summary_s", log_summary_s, 0, 86400),
+	STR("daemon", "proc", proc_path, check_absolute, "an absolute path"),
+	UINT("detect", "confirm_stats", confirm_stats, 1, 1000),
+	KEY("detect", "unlisted_stats", KEY_UINT, unlisted_stats, .lo = 0, .hi = 32,
+	    .check = check_not_one, .expect = "0 (off) or a whole number from 2 to 32"),
+	KEY("detect", "min_dir_size", KEY_U64, min_dir_size, .lo = 0, .hi = 1ull << 40,
+	    .expect = "a size in bytes"),
+	UINT("detect", "table_share_per_user", table_share_per_user, 0, 100),
+	ENUM("detect", "arm", arm_always, arm_modes, "on-block or always"),
+	UINT("detect", "quiet_s", quiet_s, 1, 3600),
+	UINT("prefetch", "window_start", window_start, 1, 1u << 20),
+	UINT("prefetch", "window_max", window_max, 1, 1u << 20),
+	UINT("prefetch", "max_scans", max_scans, 1, 4096),
+	UINT("prefetch", "max_scans_per_process", max_scans_per_process, 1, 4096),
+	UINT("prefetch", "max_scans_per_user", max_scans_per_user, 1, 4096),
+	UINT("prefetch", "max_scans_per_cgroup", max_scans_per_cgroup, 1, 4096),
+	UINT("prefetch", "depth_per_user", depth_per_user, 1, 65536),
+	UINT("prefetch", "depth_per_scan", depth_per_scan, 1, 4096),
+	UINT("prefetch", "depth_total", depth_total, 1, 65536),
+	UINT("prefetch", "idle_timeout_ms", idle_timeout_ms, 10, 3600000),
+	ENUM("prefetch", "engine", engine, engines, "auto, io_uring or threads"),
+	ENUM("prefetch", "order", order, orders, "auto, readdir, inode or name"),
+	UINT("stop", "min_hits", stop_min_hits, 0, 1u << 30),
+	DOUBLE("stop", "hit_ratio", stop_hit_ratio, 0, 1),
+	UINT("stop", "consecutive_misses", stop_consecutive_misses, 1, 1u << 30),
+	BOOL("policy", "enabled", policy_enabled),
+	UINT("policy", "probe_stats", probe_stats, 2, 100000),
+	DOUBLE("policy", "start_factor", start_factor, 0, 1000),
+	UINT("policy", "entry_cost_us", entry_cost_us, 1, 1000000),
+	UINT("policy", "gain_stats", gain_stats, 8, 1000000),
+	DOUBLE("policy", "min_gain", min_gain, 1, 100),
+	UINT("policy", "reprobe_s", reprobe_s, 1, 86400),
+	UINT("policy", "mute_ms", mute_ms, 0, 3600000),
+	UINT("policy", "depth_min", depth_min, 1, 4096),
+	UINT("policy", "max_filesystems", max_filesystems, 1, 65536),
+	BOOL("walk", "enabled", walk_enabled),
+	BOOL("walk", "list_only", walk_list_only),
+	UINT("walk", "max_walks", walk_max, 1, 4096),
+	UINT("walk", "open_dirs", walk_open_dirs, 1, 1024),
+	UINT("walk", "ahead_dirs", walk_ahead_dirs, 1, 65536),
+	UINT("walk", "ahead_entries", walk_ahead_entries, 1, 1u << 24),
+	LIST("filter", "fs_include", fs_include, NULL),
+	LIST("filter", "fs_exclude", fs_exclude, NULL),
+	LIST("filter", "path_include", path_include, NULL),
+	LIST("filter", "path_exclude", path_exclude, NULL),
+	LIST("filter", "comm_include", comm_include, NULL),
+	LIST("filter", "comm_exclude", comm_exclude, NULL),
+	LIST("filter", "cgroup_include", cgroup_include, check_cgroups),
+	LIST("filter", "cgroup_exclude", cgroup_exclude, check_cgroups),
+	STR("metrics", "address", metrics_address, check_address, NULL),
+	ENUM("metrics", "access", metrics_access, access_modes, "all or control-group"),
+	LIST("metrics", "allowed_hosts", metrics_hosts, check_hosts),
+	STR("control", "socket", socket_path, check_absolute, "an absolute path"),
+	STR("control", "group", socket_group, check_group, NULL),
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* Keys whose values must not be in reverse order: checked once the whole file is in. */
+static const struct { const char *section, *low, *high; } ordered_keys[] = {
+	{ "prefetch", "window_start", "window_max" },
+	{ "prefetch", "depth_per_scan", "depth_total" },
+};
+
+static const struct key *key_find(const char *section, const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(section, keys[i].section) && !strcmp(name, keys[i].name))
+			return &keys[i];
+	return NULL;
+}
+
+static bool section_known(const char *section)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(section, keys[i].section))
+			return true;
+	return false;
+}
+
 void da_config_free(struct da_config *c)
 {
-	strlist_free(&c->fs_include);
-	strlist_free(&c->fs_exclude);
-	strlist_free(&c->path_include);
-	strlist_free(&c->path_exclude);
-	strlist_free(&c->comm_include);
-	strlist_free(&c->comm_exclude);
-	strlist_free(&c->cgroup_include);
-	strlist_free(&c->cgroup_exclude);
-	strlist_free(&c->metrics_hosts);
-	free(c->proc_path);
-	free(c->metrics_address);
-	free(c->socket_path);
-	free(c->socket_group);
-	c->proc_path = c->metrics_address = c->socket_path = c->socket_group = NULL;
+	for (size_t i = 0; i < NKEYS; i++) {
+		void *field = (char *)c + keys[i].off;
+		if (keys[i].type == KEY_LIST) {
+			strlist_free(field);
+		} else if (keys[i].type == KEY_STR) {
+			free(*(char **)field);
+			*(char **)field = NULL;
+		}
+	}
 }
 
 struct parse_ctx {
@@ -100,8 +316,7 @@ struct parse_ctx {
 	int line;               /* the line inih is on: our reader counts them */
 	int err_line;           /* line of err, or of an over-long line */
 	char err[256];          /* first error only */
-	/* lines of the keys that are checked against each other once the whole file is read */
-	int line_window_start, line_window_max, line_depth_per_scan, line_depth_total;
+	int key_line[NKEYS];    /* the line of each key set, for the keys checked against each other */
 };
 
 /* inih's reader, counting lines so that errors found after the fact (keys checked against each
@@ -167,6 +382,28 @@ static bool parse_bool(const char *v, bool *out)
 	return true;
 }
 
+/* A decimal number from lo to hi. */
+static bool parse_double(const char *v, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || *end || end == v || !(d >= lo && d <= hi))
+		return false;
+	*out = d;
+	return true;
+}
+
+static bool parse_enum(const struct key *k, const char *v, int *out)
+{
+	for (const struct key_enum *e = k->values; e->name; e++)
+		if (k->nocase ? !strcasecmp(v, e->name) : !strcmp(v, e->name)) {
+			*out = e->value;
+			return true;
+		}
+	return false;
+}
+
 /* Whitespace-separated words; an empty value clears the list. */
 static bool parse_list(const char *v, struct da_strlist *l)
 {
@@ -197,251 +434,118 @@ static int set_str(char **dst, const char *v)
 
 #define ERR(...) (snprintf(p->err, sizeof(p->err), __VA_ARGS__), p->err_line = p->line, 0)
 
-struct uint_key {
-	const char *section, *name;
-	size_t off;
-	unsigned long long lo, hi;
-};
-
-#define U(sec, key, field, lo, hi) { sec, key, offsetof(struct da_config, field), lo, hi }
-static const struct uint_key uint_keys[] = {
-	U("detect", "confirm_stats", confirm_stats, 1, 1000),
-	U("detect", "table_share_per_user", table_share_per_user, 0, 100),
-	U("detect", "quiet_s", quiet_s, 1, 3600),
-	U("prefetch", "window_start", window_start, 1, 1u << 20),
-	U("prefetch", "window_max", window_max, 1, 1u << 20),
-	U("prefetch", "max_scans", max_scans, 1, 4096),
-	U("prefetch", "max_scans_per_process", max_scans_per_process, 1, 4096),
-	U("prefetch", "max_scans_per_user", max_scans_per_user, 1, 4096),
-	U("prefetch", "max_scans_per_cgroup", max_scans_per_cgroup, 1, 4096),
-	U("prefetch", "depth_per_user", depth_per_user, 1, 65536),
-	U("prefetch", "depth_per_scan", depth_per_scan, 1, 4096),
-	U("prefetch", "depth_total", depth_total, 1, 65536),
-	U("prefetch", "idle_timeout_ms", idle_timeout_ms, 10, 3600000),
-	U("stop", "min_hits", stop_min_hits, 0, 1u << 30),
-	U("stop", "consecutive_misses", stop_consecutive_misses, 1, 1u << 30),
-	U("policy", "probe_stats", probe_stats, 2, 100000),
-	U("policy", "entry_cost_us", entry_cost_us, 1, 1000000),
-	U("policy", "gain_stats", gain_stats, 8, 1000000),
-	U("policy", "reprobe_s", reprobe_s, 1, 86400),
-	U("policy", "mute_ms", mute_ms, 0, 3600000),
-	U("policy", "depth_min", depth_min, 1, 4096),
-	U("policy", "max_filesystems", max_filesystems, 1, 65536),
-	U("walk", "max_walks", walk_max, 1, 4096),
-	U("walk", "open_dirs", walk_open_dirs, 1, 1024),
-	U("walk", "ahead_dirs", walk_ahead_dirs, 1, 65536),
-	U("walk", "ahead_entries", walk_ahead_entries, 1, 1u << 24),
-	U("daemon", "log_summary_s", log_summary_s, 0, 86400),
-};
-
-/* A decimal number from lo to hi. */
-static bool parse_double(const char *v, double lo, double hi, double *out)
+/* The type's words for a value it does not take: "yes or no", "a whole number from 1 to 8". */
+static void expected(const struct key *k, char *buf, size_t len)
 {
-	char *end;
-	errno = 0;
-	double d = strtod(v, &end);
-	if (errno || *end || end == v || !(d >= lo && d <= hi))
-		return false;
-	*out = d;
-	return true;
+	if (k->expect)
+		snprintf(buf, len, "%s", k->expect);
+	else if (k->type == KEY_BOOL)
+		snprintf(buf, len, "yes or no");
+	else if (k->type == KEY_UINT || k->type == KEY_U64)
+		snprintf(buf, len, "a whole number from %llu to %llu", k->lo, k->hi);
+	else if (k->type == KEY_DOUBLE)
+		snprintf(buf, len, "a number from %g to %g", k->dlo, k->dhi);
+	else
+		buf[0] = '\0'; /* lists and strings: their checks say what is wrong */
+}
+
+/* Parses value as k's type: into field, or for numbers into *u (their check sees them before they
+ * are stored).  false when the type does not take it. */
+static bool parse_value(const struct key *k, void *field, const char *value, unsigned long long *u)
+{
+	int e;
+	switch (k->type) {
+	case KEY_BOOL:
+		assert(k->size == sizeof(bool));
+		return parse_bool(value, field);
+	case KEY_UINT:
+	case KEY_U64:
+		assert(k->size == (k->type == KEY_UINT ? sizeof(unsigned) : sizeof(uint64_t)));
+		return parse_uint(value, k->lo, k->hi, u);
+	case KEY_DOUBLE:
+		assert(k->size == sizeof(double));
+		return parse_double(value, k->dlo, k->dhi, field);
+	case KEY_ENUM:
+		assert(k->values && (k->size == sizeof(int) || k->size == sizeof(bool)));
+		if (!parse_enum(k, value, &e))
+			return false;
+		if (k->size == sizeof(bool))
+			*(bool *)field = e != 0;
+		else
+			*(int *)field = e;
+		return true;
+	case KEY_STR:
+		assert(k->size == sizeof(char *));
+		return true; /* stored once checked */
+	case KEY_LIST:
+		assert(k->size == sizeof(struct da_strlist));
+		return parse_list(value, field); /* false: too many words */
+	}
+	return false;
+}
+
+/* Sets key k to value: 1, or 0 with the error in p (or out of memory: inih reports the line). */
+static int set_key(struct parse_ctx *p, const struct key *k, const char *value)
+{
+	void *field = (char *)p->c + k->off;
+	unsigned long long u = 0;
+	char why[sizeof(p->err)] = "", words[96];
+	bool number = k->type == KEY_UINT || k->type == KEY_U64;
+	bool ok = parse_value(k, field, value, &u);
+	if (ok && k->check)
+		ok = k->check(value, number ? (const void *)&u : field, why, sizeof(why));
+	if (!ok && why[0])
+		return ERR("[%s] %s: %s", k->section, k->name, why);
+	if (!ok && k->type == KEY_LIST)
+		return ERR("[%s] %s: more than %d entries", k->section, k->name, DA_LIST_MAX);
+	if (!ok) {
+		expected(k, words, sizeof(words));
+		return ERR("[%s] %s: '%s' is not %s", k->section, k->name, value, words);
+	}
+	if (k->type == KEY_UINT)
+		*(unsigned *)field = (unsigned)u;
+	else if (k->type == KEY_U64)
+		*(uint64_t *)field = u;
+	else if (k->type == KEY_STR)
+		return set_str(field, value);
+	return 1;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_ctx *p = user;
-	struct da_config *c = p->c;
-	unsigned long long u;
-
 	if (p->err[0])
 		return 0; /* keep the first error */
-	for (size_t i = 0; i < sizeof(uint_keys) / sizeof(uint_keys[0]); i++) {
-		const struct uint_key *k = &uint_keys[i];
-		if (strcmp(section, k->section) || strcmp(name, k->name))
-			continue;
-		if (!parse_uint(value, k->lo, k->hi, &u))
-			return ERR("[%s] %s: '%s' is not a whole number from %llu to %llu", section,
-				   name, value, k->lo, k->hi);
-		*(unsigned *)((char *)c + k->off) = (unsigned)u;
-		if (!strcmp(name, "window_start"))
-			p->line_window_start = p->line;
-		else if (!strcmp(name, "window_max"))
-			p->line_window_max = p->line;
-		else if (!strcmp(name, "depth_per_scan"))
-			p->line_depth_per_scan = p->line;
-		else if (!strcmp(name, "depth_total"))
-			p->line_depth_total = p->line;
-		return 1;
+	const struct key *k = key_find(section, name);
+	if (k) {
+		p->key_line[k - keys] = p->line;
+		return set_key(p, k, value);
 	}
-	if (!strcmp(section, "daemon")) {
-		if (!strcmp(name, "enabled"))
-			return parse_bool(value, &c->enabled) ? 1 : ERR("[daemon] enabled: '%s' is not yes or no", value);
-		if (!strcmp(name, "dry_run"))
-			return parse_bool(value, &c->dry_run) ? 1 : ERR("[daemon] dry_run: '%s' is not yes or no", value);
-		if (!strcmp(name, "log_level")) {
-			static const char *lv[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
-			for (int i = 0; i < 8; i++)
-				if (!strcasecmp(value, lv[i])) {
-					c->log_level = i;
-					return 1;
-				}
-			return ERR("[daemon] log_level: '%s' is not one of err, warning, notice, info, debug", value);
-		}
-		if (!strcmp(name, "proc")) {
-			if (value[0] != '/')
-				return ERR("[daemon] proc: '%s' is not an absolute path", value);
-			return set_str(&c->proc_path, value);
-		}
-	} else if (!strcmp(section, "detect")) {
-		if (!strcmp(name, "arm")) {
-			if (!strcmp(value, "on-block"))
-				c->arm_always = false;
-			else if (!strcmp(value, "always"))
-				c->arm_always = true;
-			else
-				return ERR("[detect] arm: '%s' is not on-block or always", value);
-			return 1;
-		}
-		if (!strcmp(name, "unlisted_stats")) {
-			/* BPF counts distinct names by bits of a 64-bit set: a few dozen at most */
-			if (!parse_uint(value, 0, 32, &u) || u == 1)
-				return ERR("[detect] unlisted_stats: '%s' is not 0 (off) or a whole "
-					   "number from 2 to 32", value);
-			c->unlisted_stats = (unsigned)u;
-			return 1;
-		}
-		if (!strcmp(name, "min_dir_size")) {
-			if (!parse_uint(value, 0, 1ull << 40, &u))
-				return ERR("[detect] min_dir_size: '%s' is not a size in bytes", value);
-			c->min_dir_size = u;
-			return 1;
-		}
-	} else if (!strcmp(section, "prefetch")) {
-		if (!strcmp(name, "engine")) {
-			if (!strcmp(value, "auto"))
-				c->engine = DIRAHEAD_BACKEND_AUTO;
-			else if (!strcmp(value, "io_uring"))
-				c->engine = DIRAHEAD_BACKEND_URING;
-			else if (!strcmp(value, "threads"))
-				c->engine = DIRAHEAD_BACKEND_THREADS;
-			else
-				return ERR("[prefetch] engine: '%s' is not auto, io_uring or threads", value);
-			return 1;
-		}
-		if (!strcmp(name, "order")) {
-			if (!strcmp(value, "auto"))
-				c->order = DIRAHEAD_ORDER_DEFAULT;
-			else if (!strcmp(value, "readdir"))
-				c->order = DIRAHEAD_ORDER_READDIR;
-			else if (!strcmp(value, "inode"))
-				c->order = DIRAHEAD_ORDER_INODE;
-			else if (!strcmp(value, "name"))
-				c->order = DIRAHEAD_ORDER_NAME;
-			else
-				return ERR("[prefetch] order: '%s' is not auto, readdir, inode or name", value);
-			return 1;
-		}
-	} else if (!strcmp(section, "stop")) {
-		if (!strcmp(name, "hit_ratio")) {
-			if (!parse_double(value, 0, 1, &c->stop_hit_ratio))
-				return ERR("[stop] hit_ratio: '%s' is not a number from 0 to 1", value);
-			return 1;
-		}
-	} else if (!strcmp(section, "walk")) {
-		if (!strcmp(name, "enabled"))
-			return parse_bool(value, &c->walk_enabled) ? 1 : ERR("[walk] enabled: '%s' is not yes or no", value);
-		if (!strcmp(name, "list_only"))
-			return parse_bool(value, &c->walk_list_only) ? 1 : ERR("[walk] list_only: '%s' is not yes or no", value);
-	} else if (!strcmp(section, "policy")) {
-		if (!strcmp(name, "enabled"))
-			return parse_bool(value, &c->policy_enabled) ? 1 : ERR("[policy] enabled: '%s' is not yes or no", value);
-		if (!strcmp(name, "start_factor")) {
-			if (!parse_double(value, 0, 1000, &c->start_factor))
-				return ERR("[policy] start_factor: '%s' is not a number from 0 to 1000", value);
-			return 1;
-		}
-		if (!strcmp(name, "min_gain")) {
-			if (!parse_double(value, 1, 100, &c->min_gain))
-				return ERR("[policy] min_gain: '%s' is not a number from 1 to 100", value);
-			return 1;
-		}
-	} else if (!strcmp(section, "filter")) {
-		static const struct { const char *n; size_t off; } lists[] = {
-			{ "fs_include", offsetof(struct da_config, fs_include) },
-			{ "fs_exclude", offsetof(struct da_config, fs_exclude) },
-			{ "path_include", offsetof(struct da_config, path_include) },
-			{ "path_exclude", offsetof(struct da_config, path_exclude) },
-			{ "comm_include", offsetof(struct da_config, comm_include) },
-			{ "comm_exclude", offsetof(struct da_config, comm_exclude) },
-			{ "cgroup_include", offsetof(struct da_config, cgroup_include) },
-			{ "cgroup_exclude", offsetof(struct da_config, cgroup_exclude) },
-		};
-		for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-			if (strcmp(name, lists[i].n))
-				continue;
-			struct da_strlist *l = (struct da_strlist *)((char *)c + lists[i].off);
-			if (!parse_list(value, l))
-				return ERR("[filter] %s: more than %d entries", name, DA_LIST_MAX);
-			/* cgroup patterns are matched against absolute paths: anything else never would */
-			for (int j = 0; !strncmp(name, "cgroup_", 7) && j < l->n; j++)
-				if (l->v[j][0] != '/')
-					return ERR("[filter] %s: '%s' is not a cgroup path (one starting with /, "
-						   "as in /proc/PID/cgroup)", name, l->v[j]);
-			return 1;
-		}
-	} else if (!strcmp(section, "metrics")) {
-		if (!strcmp(name, "address")) {
-			struct sockaddr_storage ss;
-			const char *up = da_unix_address(value);
-			if (up) {
-				struct sockaddr_un sa;
-				if (up[0] != '/' || up[strlen(up) - 1] == '/')
-					return ERR("[metrics] address: '%s' is not unix:/ABSOLUTE/PATH of a socket", value);
-				if (strlen(up) >= sizeof(sa.sun_path))
-					return ERR("[metrics] address: '%s': the path is longer than %zu bytes", value,
-						   sizeof(sa.sun_path) - 1);
-			} else if (value[0] && da_parse_address(value, &ss) < 0) {
-				return ERR("[metrics] address: '%s' is not ADDRESS:PORT (127.0.0.1:9567, "
-					   "[::1]:9567, :9567), unix:/PATH or empty", value);
-			}
-			return set_str(&c->metrics_address, value);
-		}
-		if (!strcmp(name, "access")) {
-			if (!strcmp(value, "all"))
-				c->metrics_access = DA_METRICS_ALL;
-			else if (!strcmp(value, "control-group"))
-				c->metrics_access = DA_METRICS_CONTROL_GROUP;
-			else
-				return ERR("[metrics] access: '%s' is not all or control-group", value);
-			return 1;
-		}
-		if (!strcmp(name, "allowed_hosts")) {
-			struct da_host h;
-			if (!parse_list(value, &c->metrics_hosts))
-				return ERR("[metrics] allowed_hosts: more than %d entries", DA_LIST_MAX);
-			for (int i = 0; i < c->metrics_hosts.n; i++)
-				if (da_host_parse(c->metrics_hosts.v[i], &h) < 0)
-					return ERR("[metrics] allowed_hosts: '%s' is not NAME or NAME:PORT (a host "
-						   "name, IPv4 address or [IPv6 address])", c->metrics_hosts.v[i]);
-			return 1;
-		}
-	} else if (!strcmp(section, "control")) {
-		if (!strcmp(name, "socket")) {
-			if (value[0] != '/')
-				return ERR("[control] socket: '%s' is not an absolute path", value);
-			return set_str(&c->socket_path, value);
-		}
-		if (!strcmp(name, "group")) {
-			/* Checked here so that a typo is an error with a line number, not a failed start. */
-			if (value[0] && !getgrnam(value))
-				return ERR("[control] group: no group named '%s'", value);
-			return set_str(&c->socket_group, value);
-		}
-	} else if (!section[0]) {
+	if (!section[0])
 		return ERR("%s: key before any [section]", name);
-	} else {
+	if (!section_known(section))
 		return ERR("[%s] %s: unknown section", section, name);
-	}
 	return ERR("[%s] %s: unknown key", section, name);
+}
+
+/* Keys whose values must not be in reverse order, checked once the whole file is in: 0, or -1
+ * with err naming the line of the later of the two. */
+static int check_order(const struct parse_ctx *p, const char *path, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(ordered_keys) / sizeof(ordered_keys[0]); i++) {
+		const struct key *lo = key_find(ordered_keys[i].section, ordered_keys[i].low);
+		const struct key *hi = key_find(ordered_keys[i].section, ordered_keys[i].high);
+		assert(lo && hi && lo->type == KEY_UINT && hi->type == KEY_UINT);
+		unsigned l = *(const unsigned *)((const char *)p->c + lo->off);
+		unsigned h = *(const unsigned *)((const char *)p->c + hi->off);
+		if (l <= h)
+			continue;
+		int ll = p->key_line[lo - keys], hl = p->key_line[hi - keys];
+		snprintf(err, errlen, "%s:%d: [%s] %s (%u) is above %s (%u)", path, ll > hl ? ll : hl,
+			 lo->section, lo->name, l, hi->name, h);
+		return -1;
+	}
+	return 0;
 }
 
 /* The text of line `line` of f (for a syntax error, which inih reports by number only). */
@@ -509,20 +613,7 @@ int da_config_load(struct da_config *c, const char *path, bool *missing, char *e
 		snprintf(err, errlen, "%s:%d: %s", path, p.err_line, p.err);
 		return -1;
 	}
-	/* Checked once the whole file is in; the line is that of the later of the two keys. */
-	if (c->window_start > c->window_max) {
-		int l = p.line_window_start > p.line_window_max ? p.line_window_start : p.line_window_max;
-		snprintf(err, errlen, "%s:%d: [prefetch] window_start (%u) is above window_max (%u)", path,
-			 l, c->window_start, c->window_max);
-		return -1;
-	}
-	if (c->depth_per_scan > c->depth_total) {
-		int l = p.line_depth_per_scan > p.line_depth_total ? p.line_depth_per_scan : p.line_depth_total;
-		snprintf(err, errlen, "%s:%d: [prefetch] depth_per_scan (%u) is above depth_total (%u)", path,
-			 l, c->depth_per_scan, c->depth_total);
-		return -1;
-	}
-	return 0;
+	return check_order(&p, path, err, errlen);
 }
 
 /* "127.0.0.1:9567", "[::1]:9567", ":9567" (loopback is the default for a bare port). */

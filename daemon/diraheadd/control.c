@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* The control socket (control.h): who may ask, one request line per connection, and the replies
+ * (status, stats from the statistics table of stats.h, scans, metrics, reload). */
 #include "control.h"
 
 #include <errno.h>
@@ -20,10 +22,12 @@
 #include "detector.h"
 #include "log.h"
 #include "metrics.h"
+#include "monoclock.h"
 #include "peer.h"
 #include "fsmagic.h"
 #include "policy.h"
 #include "scan.h"
+#include "statsview.h"
 
 struct control {
 	struct daemon *d;
@@ -50,31 +54,29 @@ static void conn_close(struct conn *k)
 }
 
 /* One remembered filesystem, keyed "MAJOR:MINOR" (`diraheadctl stats` shows
- * filesystems.0:55.verdict ...). */
+ * filesystems.0:55.verdict ...), its fields from the table of stats.h. */
 static void add_fs(const struct pol_fs *f, void *ctx)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = json_object_new_object(), *j;
 	char key[32];
 	const char *type = fsmagic_name(f->magic);
 	snprintf(key, sizeof(key), "%u:%u", f->dev_major, f->dev_minor);
 	json_object_object_add(o, "fstype", json_object_new_string(type ? type : "unknown"));
-	json_object_object_add(o, "verdict", json_object_new_string(pol_verdict_names[f->verdict]));
-	json_object_object_add(o, "depth", json_object_new_uint64(f->depth));
-	json_object_object_add(o, "app_stat_us_before", json_object_new_double(f->before_ns / 1e3));
-	json_object_object_add(o, "app_stat_us_prefetch", json_object_new_double(f->after_ns / 1e3));
-	json_object_object_add(o, "entry_cost_us", json_object_new_double(f->cost_ns / 1e3));
-	json_object_object_add(o, "scans", json_object_new_uint64(f->scans));
-	json_object_object_add(o, "gained", json_object_new_uint64(f->gained));
-	json_object_object_add(o, "no_gain", json_object_new_uint64(f->no_gain));
-	json_object_object_add(o, "skipped_fast", json_object_new_uint64(f->skipped_fast));
-	json_object_object_add(o, "skipped_no_gain", json_object_new_uint64(f->skipped_no_gain));
-	json_object_object_add(o, "reprobes", json_object_new_uint64(f->reprobes));
-	/* tree-ahead's listings there */
-	json_object_object_add(o, "list_verdict", json_object_new_string(pol_verdict_names[f->list.verdict]));
-	json_object_object_add(o, "list_us_daemon", json_object_new_double(f->list.wall_ns / 1e3));
-	json_object_object_add(o, "list_us_daemon_cpu", json_object_new_double(f->list.cpu_ns / 1e3));
-	json_object_object_add(o, "list_us_ahead", json_object_new_double(f->list.ahead_ns / 1e3));
-	json_object_object_add(o, "list_us_own", json_object_new_double(f->list.own_ns / 1e3));
+	for (size_t i = 0; i < da_fs_nrows; i++) {
+		const struct da_fs_row *r = &da_fs_rows[i];
+		for (int k = 0; k < DA_STAT_PARTS_MAX && r->field[k].json; k++) {
+			const void *at = (const char *)f + r->field[k].off;
+			if (r->kind == DA_FS_VERDICT)
+				j = json_object_new_string(pol_verdict_names[*(const enum pol_verdict *)at]);
+			else if (r->kind == DA_FS_UINT)
+				j = json_object_new_uint64(*(const unsigned *)at);
+			else if (r->kind == DA_FS_U64)
+				j = json_object_new_uint64(*(const uint64_t *)at);
+			else
+				j = json_object_new_double(*(const double *)at / 1e3);
+			json_object_object_add(o, r->field[k].json, j);
+		}
+	}
 	json_object_object_add((json_object *)ctx, key, o);
 }
 
@@ -114,74 +116,54 @@ static void add_arm(json_object *o, struct daemon *d, bool all)
 	}
 }
 
+static json_object *jvalue(bool f64, const struct da_stats_view *v, size_t off)
+{
+	return f64 ? json_object_new_double(da_stat_f64(v, off)) : json_object_new_uint64(da_stat_u64(v, off));
+}
+
+/* One row of the statistics table (stats.h) into the stats object o. */
+static void add_row(json_object *o, struct daemon *d, const struct da_stat_row *r,
+		    const struct da_stats_view *v)
+{
+	json_object *sub;
+	switch (r->shape) {
+	case DA_STAT_VALUE:
+		if (r->json)
+			json_object_object_add(o, r->json, jvalue(r->f64, v, r->json_off));
+		break;
+	case DA_STAT_REASONS:
+		if (!r->json)
+			break;
+		sub = json_object_new_object();
+		for (int i = 0; i < r->n; i++)
+			json_object_object_add(sub, r->names[i],
+					       jvalue(false, v, r->json_off + (size_t)i * sizeof(uint64_t)));
+		json_object_object_add(o, r->json, sub);
+		break;
+	case DA_STAT_PARTS:
+		for (int i = 0; i < DA_STAT_PARTS_MAX && r->part[i].label; i++)
+			if (r->part[i].json)
+				json_object_object_add(o, r->part[i].json, jvalue(r->f64, v, r->part[i].json_off));
+		break;
+	case DA_STAT_HOOK:
+		if (r->hook == DA_STAT_HOOK_ARM) {
+			add_arm(o, d, true);
+		} else if (r->hook == DA_STAT_HOOK_FILESYSTEMS) {
+			sub = json_object_new_object();
+			policy_foreach(scan_mgr_policy(d->mgr), add_fs, sub);
+			json_object_object_add(o, "filesystems", sub);
+		}
+		break; /* the histograms, build info and programs are metrics only */
+	}
+}
+
 static json_object *jstats(struct daemon *d)
 {
-	struct da_stats *s = &d->stats;
-	json_object *o = json_object_new_object(), *ended = json_object_new_object(),
-		    *skips = json_object_new_object(), *errs = json_object_new_object();
-	struct detector_counters dc = { 0 };
-	detector_counters(d->det, &dc);
-	json_object_object_add(o, "listings", json_object_new_uint64(dc.v[DIRAHEAD_CNT_LISTINGS]));
-	json_object_object_add(o, "scans_confirmed", json_object_new_uint64(s->scans_confirmed));
-	json_object_object_add(o, "scans_unlisted", json_object_new_uint64(s->scans_unlisted));
-	json_object_object_add(o, "scans_started", json_object_new_uint64(s->scans_started));
-	for (int i = 0; i < DA_END_MAX; i++)
-		json_object_object_add(ended, da_end_reason_names[i], json_object_new_uint64(s->scans_ended[i]));
-	json_object_object_add(o, "scans_ended", ended);
-	for (int i = 0; i < DA_SKIP_MAX; i++)
-		json_object_object_add(skips, da_skip_reason_names[i], json_object_new_uint64(s->skips[i]));
-	json_object_object_add(o, "skips", skips);
-	json_object_object_add(o, "entries_prefetched", json_object_new_uint64(s->entries_prefetched));
-	json_object_object_add(o, "hits", json_object_new_uint64(s->hits));
-	json_object_object_add(o, "late", json_object_new_uint64(s->late));
-	json_object_object_add(o, "misses", json_object_new_uint64(s->misses));
-	for (int i = 0; i < DA_ERR_MAX; i++)
-		json_object_object_add(errs, da_err_class_names[i], json_object_new_uint64(s->errors[i]));
-	json_object_object_add(o, "errors", errs);
-	json_object_object_add(o, "stats_matched", json_object_new_uint64(dc.v[DIRAHEAD_CNT_STATS_MATCHED]));
-	json_object_object_add(o, "bpf_events", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS]));
-	json_object_object_add(o, "bpf_events_lost", json_object_new_uint64(dc.v[DIRAHEAD_CNT_EVENTS_LOST]));
-	json_object_object_add(o, "bpf_table_full", json_object_new_uint64(dc.v[DIRAHEAD_CNT_TABLE_FULL]));
-	json_object_object_add(o, "bpf_user_full", json_object_new_uint64(dc.v[DIRAHEAD_CNT_USER_FULL]));
-	json_object_object_add(o, "progress_events", json_object_new_uint64(s->progress_events));
-	json_object_object_add(o, "reloads_ok", json_object_new_uint64(s->reloads_ok));
-	json_object_object_add(o, "reloads_failed", json_object_new_uint64(s->reloads_failed));
-	json_object_object_add(o, "active_scans", json_object_new_uint64(scan_mgr_active(d->mgr)));
-	json_object_object_add(o, "requests_in_flight", json_object_new_uint64(scan_mgr_inflight(d->mgr)));
-	/* the cost model */
-	/* tree-ahead */
-	struct json_object *wended = json_object_new_object();
-	for (int i = 0; i < DA_WALK_END_MAX; i++)
-		json_object_object_add(wended, da_walk_end_reason_names[i],
-				       json_object_new_uint64(s->walks_ended[i]));
-	json_object_object_add(o, "walks_started", json_object_new_uint64(s->walks_started));
-	json_object_object_add(o, "walks_list_only", json_object_new_uint64(s->walks_list_only));
-	json_object_object_add(o, "walk_candidates", json_object_new_uint64(s->walk_candidates));
-	json_object_object_add(o, "walk_entries_used", json_object_new_uint64(s->walk_entries_used));
-	json_object_object_add(o, "walks_ended", wended);
-	json_object_object_add(o, "active_walks", json_object_new_uint64(scan_mgr_walks(d->mgr)));
-	json_object_object_add(o, "openers_stuck", json_object_new_uint64(scan_mgr_openers_stuck(d->mgr)));
-	json_object_object_add(o, "walk_listings", json_object_new_uint64(s->walk_listings));
-	json_object_object_add(o, "walk_dirs_opened", json_object_new_uint64(s->walk_dirs_opened));
-	json_object_object_add(o, "walk_dirs_ahead", json_object_new_uint64(s->walk_dirs_ahead));
-	json_object_object_add(o, "walk_dirs_late", json_object_new_uint64(s->walk_dirs_late));
-	json_object_object_add(o, "walk_dirs_skipped", json_object_new_uint64(s->walk_dirs_skipped));
-	json_object_object_add(o, "walk_not_entered", json_object_new_uint64(s->walk_not_entered));
-	json_object_object_add(o, "scans_muted", json_object_new_uint64(s->scans_muted));
-	json_object_object_add(o, "order_inode", json_object_new_uint64(s->orders_learnt[0]));
-	json_object_object_add(o, "order_name", json_object_new_uint64(s->orders_learnt[1]));
-	json_object_object_add(o, "entries_wasted", json_object_new_uint64(s->entries_wasted));
-	json_object_object_add(o, "payoff_judgments", json_object_new_uint64(s->judged));
-	json_object_object_add(o, "app_stat_us_before",
-			       json_object_new_double(s->judged ? s->judged_before_s * 1e6 / (double)s->judged : 0));
-	json_object_object_add(o, "app_stat_us_prefetch",
-			       json_object_new_double(s->judged ? s->judged_after_s * 1e6 / (double)s->judged : 0));
-	json_object_object_add(o, "entry_cost_us",
-			       json_object_new_double(policy_entry_cost_ns(scan_mgr_policy(d->mgr)) / 1e3));
-	add_arm(o, d, true);
-	json_object *fss = json_object_new_object();
-	policy_foreach(scan_mgr_policy(d->mgr), add_fs, fss);
-	json_object_object_add(o, "filesystems", fss);
+	struct da_stats_view v;
+	json_object *o = json_object_new_object();
+	statsview_read(d, &v);
+	for (size_t i = 0; i < da_stat_nrows; i++)
+		add_row(o, d, &da_stat_rows[i], &v);
 	return o;
 }
 
@@ -197,9 +179,7 @@ char *control_stats_json(struct daemon *d) { return to_string(jstats(d)); }
 char *control_status_json(struct daemon *d)
 {
 	json_object *o = json_object_new_object();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	uint64_t now = wall_us();
 	json_object_object_add(o, "running", json_object_new_boolean(1));
 	json_object_object_add(o, "attached", json_object_new_boolean(d->det != NULL));
 	json_object_object_add(o, "enabled", json_object_new_boolean(d->cfg.enabled));

@@ -20,6 +20,7 @@
 #include "hostcheck.h"
 #include "log.h"
 #include "metrics.h"
+#include "monoclock.h"
 #include "peer.h"
 
 /*
@@ -72,13 +73,6 @@ struct httpd {
 	bool diag_warned;
 };
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 static struct MHD_Response *text_response(char *body, const char *type)
 {
 	struct MHD_Response *r;
@@ -96,7 +90,7 @@ static struct MHD_Response *text_response(char *body, const char *type)
 /* The /metrics response: the cached one while it is fresh, else a new rendering. */
 static struct MHD_Response *metrics_response(struct httpd *h)
 {
-	uint64_t now = now_usec();
+	uint64_t now = mono_us();
 	if (h->cache && now - h->cache_usec < CACHE_USEC)
 		return h->cache;
 	struct MHD_Response *r = text_response(metrics_text(h->d), "text/plain; version=0.0.4; charset=utf-8");
@@ -228,7 +222,7 @@ static void on_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
  * closes them).  The next deadline, or 0 if none is open. */
 static uint64_t cut_old(struct httpd *h)
 {
-	uint64_t now = now_usec(), next = 0;
+	uint64_t now = mono_us(), next = 0;
 	for (unsigned i = 0; i < CONN_TOTAL; i++) {
 		struct slot *sl = &h->slots[i];
 		if (!sl->used || sl->cut)
@@ -247,7 +241,7 @@ static uint64_t cut_old(struct httpd *h)
 static void rearm(struct httpd *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	uint64_t next = cut_old(h), now = now_usec(), usec = UINT64_MAX;
+	uint64_t next = cut_old(h), now = mono_us(), usec = UINT64_MAX;
 	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
 		usec = ms * 1000;
 	if (next && next - now < usec)
@@ -306,7 +300,7 @@ static void take(struct httpd *h, int fd, const struct sockaddr_storage *ss, soc
 		close(fd);
 		return;
 	}
-	*sl = (struct slot){ .used = true, .fd = fd, .peer = p, .since = now_usec() };
+	*sl = (struct slot){ .used = true, .fd = fd, .peer = p, .since = mono_us() };
 	h->pending = sl;
 	MHD_add_connection(h->mhd, fd, (const struct sockaddr *)ss, len); /* closes fd on failure */
 	if (h->pending) { /* not taken: no notification came */

@@ -11,6 +11,8 @@
 #include <systemd/sd-journal.h>
 #include <time.h>
 
+#include "monoclock.h"
+
 static int max_level = LOG_INFO;
 static bool journal;
 
@@ -20,13 +22,6 @@ static bool journal;
 #define RL_BURST 200
 static unsigned long long rl_start;
 static unsigned rl_count, rl_dropped;
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
 
 void log_setup(int level)
 {
@@ -47,7 +42,7 @@ static bool rate_ok(int prio)
 {
 	if (prio <= LOG_WARNING)
 		return true;
-	unsigned long long t = now_ns();
+	unsigned long long t = mono_ns();
 	if (t - rl_start > RL_INTERVAL_NS) {
 		unsigned dropped = rl_dropped;
 		rl_start = t;

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/* The statistics: reason names, the table of every statistic, the latency histogram and the
+ * periodic summary line (stats.h). */
 #include "stats.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include "policy.h"
 
 #define X_NAME(e, s) s,
 const char *const da_end_reason_names[DA_END_MAX] = { DA_END_REASONS(X_NAME) };
@@ -33,6 +38,175 @@ enum da_err_class da_err_class_of(int err)
 	default:
 		return DA_ERR_OTHER;
 	}
+}
+
+/* The table.  V: a field of the view, S: a counter of struct da_stats, D: a detector counter. */
+#define V(f) offsetof(struct da_stats_view, f)
+#define S(f) V(s.f)
+#define D(i) V(det[i])
+#define COUNTER(key, name, field, text)                                                            \
+	{ .shape = DA_STAT_VALUE, .json = key, .metric = name, .type = "counter", .help = text,     \
+	  .off = field, .json_off = field }
+#define GAUGE(key, name, field, text)                                                              \
+	{ .shape = DA_STAT_VALUE, .json = key, .metric = name, .type = "gauge", .help = text,       \
+	  .off = field, .json_off = field }
+#define JSON_ONLY(key, field) { .shape = DA_STAT_VALUE, .json = key, .off = field, .json_off = field }
+#define REASONS(key, name, lab, field, nm, count, text)                                            \
+	.shape = DA_STAT_REASONS, .json = key, .metric = name, .type = "counter", .help = text,     \
+	.label = lab, .off = field, .json_off = field, .names = nm, .n = count
+#define PARTS(name, typ, lab, text)                                                                \
+	.shape = DA_STAT_PARTS, .metric = name, .type = typ, .help = text, .label = lab
+#define PART(key, lab, field) { key, lab, field, field }
+#define HOOK(h) { .shape = DA_STAT_HOOK, .hook = h }
+
+const struct da_stat_row da_stat_rows[] = {
+	HOOK(DA_STAT_HOOK_BUILD_INFO),
+	COUNTER("listings", "dirahead_listings_total", D(DIRAHEAD_CNT_LISTINGS),
+		"Directory listings seen by the BPF detector."),
+	COUNTER("scans_confirmed", "dirahead_scans_confirmed_total", S(scans_confirmed),
+		"Scans confirmed: a listing followed by stats of the directory's entries."),
+	COUNTER("scans_unlisted", "dirahead_scans_unlisted_total", S(scans_unlisted),
+		"Scans confirmed without a listing: stats of many names of one directory in a row."),
+	JSON_ONLY("scans_started", S(scans_started)),
+	{ REASONS("scans_ended", "dirahead_scans_ended_total", "reason", S(scans_ended),
+		  da_end_reason_names, DA_END_MAX, "Scans ended, by reason (completed or why aborted).") },
+	/* Every local user may read the metrics page: "mismatch" (something other than the directory
+	 * opened) next to "open_failed" would tell whether another user's path exists.  Both are
+	 * open_failed there; `diraheadctl stats` (root or the control group) tells them apart. */
+	{ REASONS("skips", "dirahead_skips_total", "reason", S(skips), da_skip_reason_names, DA_SKIP_MAX,
+		  "Confirmed scans not prefetched, by reason."),
+	  .merge = true, .hidden = DA_SKIP_MISMATCH, .into = DA_SKIP_OPEN_FAILED },
+	COUNTER("entries_prefetched", "dirahead_entries_prefetched_total", S(entries_prefetched),
+		"Entries whose attributes were prefetched."),
+	COUNTER("hits", "dirahead_hits_total", S(hits), "Application stats that found the entry prefetched."),
+	JSON_ONLY("late", S(late)),
+	COUNTER("misses", "dirahead_misses_total", S(misses),
+		"Application stats that got ahead of the prefetch."),
+	{ REASONS("errors", "dirahead_errors_total", "class", S(errors), da_err_class_names, DA_ERR_MAX,
+		  "Prefetch requests that failed, by errno class.") },
+	JSON_ONLY("stats_matched", D(DIRAHEAD_CNT_STATS_MATCHED)),
+	JSON_ONLY("bpf_events", D(DIRAHEAD_CNT_EVENTS)),
+	COUNTER("bpf_events_lost", "dirahead_bpf_events_lost_total", D(DIRAHEAD_CNT_EVENTS_LOST),
+		"BPF events dropped because the ring buffer was full."),
+	COUNTER("bpf_table_full", "dirahead_bpf_table_full_total", D(DIRAHEAD_CNT_TABLE_FULL),
+		"Listings the BPF detector did not track because its process or scan table was full."),
+	COUNTER("bpf_user_full", "dirahead_bpf_user_full_total", D(DIRAHEAD_CNT_USER_FULL),
+		"Listings the BPF detector did not track because their uid held its share of the tables."),
+	JSON_ONLY("progress_events", S(progress_events)),
+	{ PARTS("dirahead_config_reloads_total", "counter", "result", "Configuration reloads, by result."),
+	  .part = { PART("reloads_ok", "success", S(reloads_ok)),
+		    PART("reloads_failed", "failure", S(reloads_failed)) } },
+	{ REASONS(NULL, "dirahead_metrics_requests_total", "result", S(http_requests),
+		  da_http_result_names, DA_HTTP_MAX,
+		  "Requests to the metrics endpoint, by result (bad_host: refused for a foreign Host header, as DNS rebinding sends; forbidden: outside the control group), and connections refused at a limit or closed too slow.") },
+	HOOK(DA_STAT_HOOK_PREFETCH_LATENCY),
+	HOOK(DA_STAT_HOOK_APP_LATENCY),
+	GAUGE("active_scans", "dirahead_active_scans", V(active_scans), "Scans being prefetched now."),
+	GAUGE("requests_in_flight", "dirahead_requests_in_flight", V(requests_in_flight),
+	      "Prefetch requests in flight now."),
+	/* tree-ahead */
+	COUNTER("walks_started", "dirahead_walks_started_total", S(walks_started),
+		"Walks started: tree-ahead for a process descending from a directory it scanned."),
+	COUNTER("walks_list_only", "dirahead_walks_listing_only_total", S(walks_list_only),
+		"Walks that listed only (the program's stats need no prefetch), started so or turned so."),
+	COUNTER("walk_candidates", "dirahead_walk_candidates_total", S(walk_candidates),
+		"Processes watched for a walk after their scan was skipped (fast stats, no gain)."),
+	COUNTER("walk_entries_used", "dirahead_walk_entries_used_total", S(walk_entries_used),
+		"Entries walks fetched in directories the program then listed."),
+	{ REASONS("walks_ended", "dirahead_walks_ended_total", "reason", S(walks_ended),
+		  da_walk_end_reason_names, DA_WALK_END_MAX, "Walks ended, by reason.") },
+	GAUGE("active_walks", "dirahead_active_walks", V(active_walks), "Walks running now."),
+	GAUGE("openers_stuck", "dirahead_openers_stuck", V(openers_stuck),
+	      "Openers (of scans' and walks' directories) running for over a second now: on a hung filesystem."),
+	JSON_ONLY("walk_listings", S(walk_listings)),
+	{ PARTS("dirahead_walk_dirs_total", "counter", "outcome",
+		"Directories of walks: listed by the walk (opened), then listed by the program after the walk (ahead) or before it (late), or passed over by the program (skipped)."),
+	  .part = { PART("walk_dirs_opened", "opened", S(walk_dirs_opened)),
+		    PART("walk_dirs_ahead", "ahead", S(walk_dirs_ahead)),
+		    PART("walk_dirs_late", "late", S(walk_dirs_late)),
+		    PART("walk_dirs_skipped", "skipped", S(walk_dirs_skipped)) } },
+	COUNTER("walk_not_entered", "dirahead_walk_not_entered_total", S(walk_not_entered),
+		"Subdirectories a walk did not enter: mount points, automount points, or failures to open."),
+	/* the cost model */
+	COUNTER("scans_muted", "dirahead_scans_muted_total", S(scans_muted),
+		"Scans the cost model muted in BPF (prefetch would not pay): the process's further listings on that filesystem go untracked for mute_ms."),
+	{ PARTS("dirahead_scan_orders_learnt_total", "counter", "order",
+		"Scans whose program stats in another order than readdir's (gnulib fts sorts above 10,000 entries by inode), fetched in that order."),
+	  .part = { PART("order_inode", "inode", S(orders_learnt[0])),
+		    PART("order_name", "name", S(orders_learnt[1])) } },
+	COUNTER("entries_wasted", "dirahead_entries_wasted_total", S(entries_wasted),
+		"Entries prefetched for scans that ended without the program using them."),
+	COUNTER("payoff_judgments", "dirahead_payoff_judgments_total", S(judged),
+		"Pay-off judgments: stretches of gain_stats stats compared with the program's cost before prefetch."),
+	/* the metric sums over judgments, the JSON shows their mean */
+	{ PARTS("dirahead_payoff_app_stat_seconds_total", "counter", "phase",
+		"Sum over pay-off judgments of the program's mean cost per stat, before and with prefetch (divide by dirahead_payoff_judgments_total)."),
+	  .f64 = true,
+	  .part = { { "app_stat_us_before", "before", S(judged_before_s), V(app_stat_us_before) },
+		    { "app_stat_us_prefetch", "prefetch", S(judged_after_s), V(app_stat_us_prefetch) } } },
+	{ .shape = DA_STAT_VALUE, .json = "entry_cost_us", .metric = "dirahead_entry_cost_seconds",
+	  .type = "gauge", .f64 = true, .off = V(entry_cost_s), .json_off = V(entry_cost_us),
+	  .help = "The daemon's CPU time per prefetched entry (measured; the configured prior until then)." },
+	HOOK(DA_STAT_HOOK_ARM),
+	HOOK(DA_STAT_HOOK_FILESYSTEMS),
+	HOOK(DA_STAT_HOOK_PROGRAMS),
+};
+const size_t da_stat_nrows = sizeof(da_stat_rows) / sizeof(da_stat_rows[0]);
+
+#define FS(f) offsetof(struct pol_fs, f)
+const struct da_fs_row da_fs_rows[] = {
+	{ DA_FS_VERDICT, "dirahead_filesystem_verdict", "gauge",
+	  "The cost model's verdict per filesystem (1 for the current one): unknown, pays, no_gain, fast.",
+	  "verdict", { { "verdict", NULL, FS(verdict) } } },
+	{ DA_FS_UINT, "dirahead_filesystem_depth", "gauge",
+	  "Prefetch requests in flight per scan learned for the filesystem (0: not yet).", NULL,
+	  { { "depth", NULL, FS(depth) } } },
+	{ DA_FS_NS, "dirahead_filesystem_app_stat_seconds", "gauge",
+	  "Moving average of the programs' cost per stat on the filesystem, before and with prefetch.",
+	  "phase", { { "app_stat_us_before", "before", FS(before_ns) },
+		     { "app_stat_us_prefetch", "prefetch", FS(after_ns) } } },
+	{ DA_FS_NS, "dirahead_filesystem_entry_cost_seconds", "gauge",
+	  "Moving average of the daemon's CPU per prefetched entry on the filesystem (0: not measured).",
+	  NULL, { { "entry_cost_us", NULL, FS(cost_ns) } } },
+	{ DA_FS_U64, NULL, NULL, NULL, NULL, { { "scans", NULL, FS(scans) } } },
+	{ DA_FS_U64, "dirahead_filesystem_decisions_total", "counter",
+	  "The cost model's decisions per filesystem.", "decision",
+	  { { "gained", "gained", FS(gained) }, { "no_gain", "no_gain", FS(no_gain) },
+	    { "skipped_fast", "skipped_fast", FS(skipped_fast) },
+	    { "skipped_no_gain", "skipped_no_gain", FS(skipped_no_gain) },
+	    { "reprobes", "reprobed", FS(reprobes) } } },
+	/* tree-ahead's listings there */
+	{ DA_FS_VERDICT, "dirahead_filesystem_listing_verdict", "gauge",
+	  "Whether listing ahead of walkers pays per filesystem (1 for the current one): unknown, pays, no_gain, fast.",
+	  "verdict", { { "list_verdict", NULL, FS(list.verdict) } } },
+	{ DA_FS_NS, "dirahead_filesystem_listing_seconds", "gauge",
+	  "Moving averages of a directory listing on the filesystem: the daemon's (wall and CPU time), the programs' of directories listed ahead of them and of those they came to first.",
+	  "by", { { "list_us_daemon", "daemon", FS(list.wall_ns) },
+		  { "list_us_daemon_cpu", "daemon_cpu", FS(list.cpu_ns) },
+		  { "list_us_ahead", "program_ahead", FS(list.ahead_ns) },
+		  { "list_us_own", "program_own", FS(list.own_ns) } } },
+};
+const size_t da_fs_nrows = sizeof(da_fs_rows) / sizeof(da_fs_rows[0]);
+
+void da_stats_view_derive(struct da_stats_view *v)
+{
+	const struct da_stats *s = &v->s;
+	v->app_stat_us_before = s->judged ? s->judged_before_s * 1e6 / (double)s->judged : 0;
+	v->app_stat_us_prefetch = s->judged ? s->judged_after_s * 1e6 / (double)s->judged : 0;
+	v->entry_cost_us = v->entry_cost_ns / 1e3;
+	v->entry_cost_s = v->entry_cost_ns / 1e9;
+}
+
+bool da_stat_reason_metric(const struct da_stat_row *r, const struct da_stats_view *v, int i,
+			   uint64_t *out)
+{
+	assert(r->shape == DA_STAT_REASONS && i >= 0 && i < r->n);
+	if (r->merge && i == r->hidden)
+		return false;
+	*out = da_stat_u64(v, r->off + (size_t)i * sizeof(uint64_t));
+	if (r->merge && i == r->into)
+		*out += da_stat_u64(v, r->off + (size_t)r->hidden * sizeof(uint64_t));
+	return true;
 }
 
 const double da_latency_bounds[DA_LAT_BUCKETS] = { 1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
-/* The daemon's statistics, kept in memory; shown by `diraheadctl stats` and as metrics. */
+/*
+ * The daemon's statistics, kept in memory, and the one table that declares each of them for
+ * both its renderings: `diraheadctl stats` (control.c, JSON) and the metrics page (metrics.c,
+ * Prometheus text).  A new statistic is a field here and a row in da_stat_rows (stats.c).
+ */
 #ifndef DIRAHEAD_STATS_H
 #define DIRAHEAD_STATS_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "dirahead_event.h"
 
 /* Why a scan ended.  COMPLETED: every entry was prefetched, or the application finished the
  * directory; the rest are aborts. */
@@ -143,6 +149,106 @@ extern const char *const da_walk_end_reason_names[DA_WALK_END_MAX];
 extern const char *const da_err_class_names[DA_ERR_MAX];
 extern const char *const da_http_result_names[DA_HTTP_MAX];
 enum da_err_class da_err_class_of(int err);
+
+/* One moment of everything the table shows: the daemon's counters and what it reads from its
+ * parts (the detector's counters, the scan manager's gauges); statsview.h fills it. */
+struct da_stats_view {
+	struct da_stats s;
+	uint64_t det[DIRAHEAD_CNT_MAX];  /* the detector's counters, by enum dirahead_counter */
+	uint64_t active_scans, requests_in_flight, active_walks, openers_stuck;
+	double entry_cost_ns;            /* the cost model's measure (policy_entry_cost_ns) */
+	/* derived by da_stats_view_derive() */
+	double app_stat_us_before, app_stat_us_prefetch; /* per judgment: the mean cost per stat */
+	double entry_cost_us, entry_cost_s;
+};
+/* The derived fields of v from the others. */
+void da_stats_view_derive(struct da_stats_view *v);
+
+enum da_stat_shape {
+	DA_STAT_VALUE,   /* one uint64_t, or a double with f64 */
+	DA_STAT_REASONS, /* uint64_t[n], one per names[i]: a JSON object; one label value each */
+	DA_STAT_PARTS,   /* a family of separate fields: JSON keys of their own; one label value each */
+	DA_STAT_HOOK,    /* rendered by the renderer itself: histograms, arming, filesystems */
+};
+
+/* The sections that are more than values of the view. */
+enum da_stat_hook {
+	DA_STAT_HOOK_BUILD_INFO,
+	DA_STAT_HOOK_PREFETCH_LATENCY,
+	DA_STAT_HOOK_APP_LATENCY,
+	DA_STAT_HOOK_ARM,
+	DA_STAT_HOOK_FILESYSTEMS,
+	DA_STAT_HOOK_PROGRAMS,
+};
+
+#define DA_STAT_PARTS_MAX 5
+struct da_stat_part {
+	const char *json;       /* its key in the JSON; NULL: not there */
+	const char *label;      /* its label value in the metric family; NULL: the end of the parts */
+	size_t off, json_off;   /* in struct da_stats_view: the metric's value, the JSON's */
+};
+
+/* One statistic: its JSON key and its metric family, side by side.  Offsets are into struct
+ * da_stats_view; the JSON's differs from the metric's where the two show it in other units. */
+struct da_stat_row {
+	enum da_stat_shape shape;
+	const char *json;       /* key in `diraheadctl stats` (VALUE, REASONS); NULL: a metric only */
+	const char *metric;     /* Prometheus family; NULL: in the JSON only */
+	const char *type;       /* "counter" or "gauge" */
+	const char *help;
+	bool f64;               /* VALUE, PARTS: doubles, not uint64_t */
+	size_t off, json_off;   /* VALUE, REASONS */
+	const char *label;      /* REASONS, PARTS: the label's name */
+	int n;                  /* REASONS: how many, named by names[] */
+	const char *const *names;
+	bool merge;             /* REASONS: reason `hidden` is counted as reason `into` in the
+				 * metric (the JSON keeps them apart) */
+	int hidden, into;
+	struct da_stat_part part[DA_STAT_PARTS_MAX];
+	enum da_stat_hook hook;
+};
+
+/* Every statistic, in the order both renderings show them. */
+extern const struct da_stat_row da_stat_rows[];
+extern const size_t da_stat_nrows;
+
+static inline uint64_t da_stat_u64(const struct da_stats_view *v, size_t off)
+{
+	return *(const uint64_t *)((const char *)v + off);
+}
+static inline double da_stat_f64(const struct da_stats_view *v, size_t off)
+{
+	return *(const double *)((const char *)v + off);
+}
+/* REASONS: reason i's value in the metric.  false: the metric does not show it (merged). */
+bool da_stat_reason_metric(const struct da_stat_row *r, const struct da_stats_view *v, int i,
+			   uint64_t *out);
+
+/* The cost model's statistics of one filesystem (struct pol_fs, policy.h): a JSON object per
+ * filesystem, a metric family per row with a sample per filesystem (labels device, fstype). */
+enum da_fs_kind {
+	DA_FS_VERDICT, /* enum pol_verdict: its name in the JSON, 1 for it and 0 for the others */
+	DA_FS_UINT,    /* unsigned */
+	DA_FS_U64,     /* uint64_t */
+	DA_FS_NS,      /* double, nanoseconds: microseconds in the JSON, seconds in the metric */
+};
+
+struct da_fs_field {
+	const char *json;       /* its key in the filesystem's JSON object */
+	const char *label;      /* its label value in the family; NULL: a family without label */
+	size_t off;             /* in struct pol_fs */
+};
+
+struct da_fs_row {
+	enum da_fs_kind kind;
+	const char *metric;     /* NULL: in the JSON only */
+	const char *type, *help;
+	const char *label;      /* the label's name, if the fields have values for it */
+	struct da_fs_field field[DA_STAT_PARTS_MAX]; /* up to the first without a JSON key */
+};
+
+extern const struct da_fs_row da_fs_rows[];
+extern const size_t da_fs_nrows;
 
 /* What the scans did between two snapshots of the counters, as one line for the log (no path, no
  * PID): scans confirmed, started, ended and skipped (with their reasons), walks, entries,

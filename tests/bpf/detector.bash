@@ -29,8 +29,9 @@ trace_start() {
 	"$TRACE" "$@" >"$TRACE_OUT" 2>"$TRACE_ERR" &
 	TRACE_PID=$!
 	on_exit "kill -INT $TRACE_PID 2>/dev/null; wait $TRACE_PID 2>/dev/null"
-	local i
-	for ((i = 0; i < 1000; i++)); do
+	# up to 90 s: loading verifies ~95,000 instructions, which takes long on a loaded machine
+	local end=$((SECONDS + 90))
+	while ((SECONDS < end)); do
 		grep -q '^attached' "$TRACE_OUT" 2>/dev/null && break
 		kill -0 "$TRACE_PID" 2>/dev/null || fail "detector-trace died: $(cat "$TRACE_ERR")"
 		sleep 0.02

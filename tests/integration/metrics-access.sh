@@ -18,18 +18,14 @@
 # The daemon runs in a network namespace of its own (its ports meet nothing of the host's).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
+. "$(dirname "$0")/../lib/metrics.sh"
 need_root
 need_cmd curl python3 unshare nsenter ip
 
 PORT=9567
 conf() { printf '[metrics]\n%s\n' "$@" >"$DAEMON_CONF"; }
 conf "address = 127.0.0.1:$PORT"
-unshare -n sh -c 'ip link set lo up && exec "$0" --config "$1" --socket "$2" -v' \
-	"$BUILD/diraheadd" "$DAEMON_CONF" "$DAEMON_SOCK" >"$DAEMON_LOG" 2>&1 &
-DAEMON_PID=$!
-on_exit daemon_kill
-wait_for 10 ctl status
-NS=(nsenter -t "$DAEMON_PID" -n)
+metrics_daemon_netns
 # code [CURL ARGS...] URL-PATH: the HTTP status of a request to 127.0.0.1:PORT in the namespace
 code() { local p=${!#}; "${NS[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${@:1:$#-1}" "http://127.0.0.1:$PORT$p" || true; }
 # metric SERIES [FILE]: a value from a scrape (a new one unless FILE is given)

@@ -49,11 +49,11 @@ fi
 
 # ---- dirahead.conf: every section and key config.c accepts, and the shipped file's keys ------
 cfg=$TOP/daemon/diraheadd/config.c
-keys=$(grep -o 'U("[a-z]*", "[a-z_]*"' "$cfg" | cut -d'"' -f4)
-keys+=" $(grep -o '!strcmp(name, "[a-z_]*")' "$cfg" | cut -d'"' -f2)"
-keys+=" $(sed -n '/lists\[\] = {/,/};/p' "$cfg" | grep -o '{ "[a-z_]*"' | cut -d'"' -f2)"
-sections=$(grep -o 'strcmp(section, "[a-z]*")' "$cfg" | cut -d'"' -f2 | sort -u)
-sections+=" $(grep -o 'U("[a-z]*"' "$cfg" | cut -d'"' -f2 | sort -u)"
+# the rows of its key table: NAME("section", "key", ...)
+rows=$(grep -oE '^\s+[A-Z]+\("[a-z]+", "[a-z_]+"' "$cfg")
+keys=$(cut -d'"' -f4 <<<"$rows")
+sections=$(cut -d'"' -f2 <<<"$rows" | sort -u)
+[ "$(wc -w <<<"$keys")" -ge 50 ] || fail "config.c: only $(wc -w <<<"$keys") keys found in its table"
 for k in $keys; do man_has dirahead.conf.5 "$k" "key in config.c"; done
 for s in $sections; do man_has dirahead.conf.5 "[$s]" "section in config.c"; done
 for k in $(grep -oE '^#?[a-z_]+ =' "$TOP/packaging/dirahead.conf" | tr -d '#= '); do
@@ -67,9 +67,9 @@ done < <(grep -E '^#[a-z_]+ = ' "$TOP/packaging/dirahead.conf" | sed -E 's/^#([a
 	 grep -vE '^(socket|address) ')
 info "config keys: $(echo $keys | wc -w), sections: $(echo $sections | tr ' ' '\n' | sort -u | wc -l)"
 
-# ---- diraheadd(8) METRICS: every metric name metrics.c exports ------------------------------
-metrics=$(grep -oE '"dirahead_[a-z0-9_]+' "$TOP/daemon/diraheadd/metrics.c" | tr -d '"' | sort -u)
-for m in $metrics; do man_has diraheadd.8 "$m" "metric in metrics.c"; done
+# ---- diraheadd(8) METRICS: every metric name metrics.c and the statistics table export ------
+metrics=$(grep -ohE '"dirahead_[a-z0-9_]+' "$TOP"/daemon/diraheadd/{metrics,stats}.c | tr -d '"' | sort -u)
+for m in $metrics; do man_has diraheadd.8 "$m" "metric in metrics.c or stats.c"; done
 info "metrics: $(echo $metrics | wc -w)"
 
 # ---- diraheadctl(8): commands and the exit codes of the lead's convention ------------------

@@ -22,14 +22,15 @@ daemon_start() {
 	"$BUILD/diraheadd" --config "$DAEMON_CONF" --socket "$DAEMON_SOCK" ${v:+"$v"} "$@" >"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	on_exit "daemon_kill"
-	local i
-	for ((i = 0; i < 500; i++)); do
+	# up to 60 s: loading and verifying the BPF programs takes long on a loaded machine
+	local end=$((SECONDS + 60))
+	while ((SECONDS < end)); do
 		ctl status >/dev/null 2>&1 && return 0
 		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$DAEMON_LOG"; fail "diraheadd exited at start"; }
 		sleep 0.02
 	done
 	cat "$DAEMON_LOG"
-	fail "diraheadd did not become ready within 10 s"
+	fail "diraheadd did not become ready within 60 s"
 }
 
 daemon_kill() {

@@ -12,6 +12,7 @@
 # The daemon runs in a network namespace of its own (its port meets nothing of the host's).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
+. "$(dirname "$0")/../lib/metrics.sh"
 need_root
 need_cmd curl unshare nsenter ip setpriv useradd groupadd
 
@@ -27,13 +28,7 @@ S=$T/run/metrics.sock
 # conf ADDRESS [ACCESS]
 conf() { printf '[metrics]\naddress = %s\n%b[control]\ngroup = %s\n' "$1" "${2:+access = $2\n}" "$G" >"$DAEMON_CONF"; }
 conf "127.0.0.1:$PORT"
-unshare -n sh -c 'ip link set lo up && exec "$0" --config "$1" --socket "$2" -v' \
-	"$BUILD/diraheadd" "$DAEMON_CONF" "$DAEMON_SOCK" >"$DAEMON_LOG" 2>&1 &
-DAEMON_PID=$!
-on_exit daemon_kill
-wait_for 10 ctl status
-NS=(nsenter -t "$DAEMON_PID" -n)
-metric() { ctl metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+metrics_daemon_netns
 forbidden() { metric 'dirahead_metrics_requests_total{result="forbidden"}'; }
 
 # get WHO URL [SRC]: the HTTP status of GET URL as WHO: root, a user name (its primary group and

@@ -8,18 +8,13 @@
 # The daemon runs in a network namespace of its own (its port meets nothing of the host's).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
+. "$(dirname "$0")/../lib/metrics.sh"
 need_root
 need_cmd curl /usr/bin/python3 unshare nsenter ip setpriv
 
 PORT=9567 U=60126 N=4 LIMIT=30
 printf '[metrics]\naddress = 127.0.0.1:%s\n' $PORT >"$DAEMON_CONF"
-unshare -n sh -c 'ip link set lo up && exec "$0" --config "$1" --socket "$2" -v' \
-	"$BUILD/diraheadd" "$DAEMON_CONF" "$DAEMON_SOCK" >"$DAEMON_LOG" 2>&1 &
-DAEMON_PID=$!
-on_exit daemon_kill
-wait_for 10 ctl status
-NS=(nsenter -t "$DAEMON_PID" -n)
-metric() { ctl metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+metrics_daemon_netns
 
 cat >"$T/slow.py" <<'EOF'
 # slow.py PORT N LIMIT: N connections from 127.0.0.2.., each sending a request a byte every

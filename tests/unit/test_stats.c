@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
- * da_stats_summary (daemon/diraheadd/stats.c): the periodic log line at the default level says
+ * daemon/diraheadd/stats.c.  da_stats_summary: the periodic log line at the default level says
  * what the counters did between two snapshots, names the reasons that moved and no others, and
- * is empty when nothing moved (an idle daemon logs nothing).
+ * is empty when nothing moved (an idle daemon logs nothing).  The statistics table: every counter
+ * of struct da_stats is declared by exactly one row, no JSON key or metric twice, each metric
+ * with its type and help; the same of the filesystems' table; the values both renderings derive
+ * (means, units) and the merged skip reason of the metric.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +15,7 @@
 
 #include <string.h>
 
+#include "policy.h"
 #include "stats.h"
 
 static void test_nothing(void **state)
@@ -69,12 +73,152 @@ static void test_small_buffer(void **state)
 	assert_memory_equal(buf, "123456 scans co", 15);
 }
 
+static bool seen(const char **names, int *n, const char *name)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	names[(*n)++] = name;
+	return false;
+}
+
+/* Each 8-byte field of struct da_stats at off..off+count*8, counted once for row r. */
+static void mark(int *rows_of, int *last_row, size_t r, size_t off, int count)
+{
+	const size_t s0 = offsetof(struct da_stats_view, s);
+	if (off < s0 || off >= s0 + sizeof(struct da_stats))
+		return;
+	for (int i = 0; i < count; i++) {
+		size_t slot = (off - s0) / 8 + (size_t)i;
+		if (last_row[slot] != (int)r)
+			rows_of[slot]++;
+		last_row[slot] = (int)r;
+	}
+}
+
+static void test_table(void **state)
+{
+	enum { SLOTS = sizeof(struct da_stats) / 8 };
+	static const char *keys[256], *metrics[256];
+	int nkeys = 0, nmetrics = 0, rows_of[SLOTS] = { 0 }, last_row[SLOTS];
+	(void)state;
+	assert_int_equal(sizeof(struct da_stats) % 8, 0);
+	for (int i = 0; i < SLOTS; i++)
+		last_row[i] = -1;
+	for (size_t i = 0; i < da_stat_nrows; i++) {
+		const struct da_stat_row *r = &da_stat_rows[i];
+		if (r->shape == DA_STAT_HOOK)
+			continue;
+		assert_true(r->json || r->metric || r->shape == DA_STAT_PARTS);
+		if (r->json)
+			assert_false(seen(keys, &nkeys, r->json));
+		if (r->metric) {
+			assert_false(seen(metrics, &nmetrics, r->metric));
+			assert_memory_equal(r->metric, "dirahead_", 9);
+			assert_true(r->help && r->help[0]);
+			assert_true(!strcmp(r->type, "counter") || !strcmp(r->type, "gauge"));
+			/* Prometheus: counters end in _total, gauges do not */
+			size_t len = strlen(r->metric);
+			assert_int_equal(!strcmp(r->type, "counter"), len > 6 && !strcmp(r->metric + len - 6, "_total"));
+			assert_true(r->shape == DA_STAT_VALUE || r->label);
+		}
+		switch (r->shape) {
+		case DA_STAT_VALUE:
+			mark(rows_of, last_row, i, r->off, 1);
+			mark(rows_of, last_row, i, r->json_off, 1);
+			break;
+		case DA_STAT_REASONS:
+			assert_true(r->n > 0 && r->names);
+			mark(rows_of, last_row, i, r->off, r->n);
+			break;
+		case DA_STAT_PARTS:
+			assert_non_null(r->part[0].label);
+			for (int p = 0; p < DA_STAT_PARTS_MAX && r->part[p].label; p++) {
+				if (r->part[p].json)
+					assert_false(seen(keys, &nkeys, r->part[p].json));
+				mark(rows_of, last_row, i, r->part[p].off, 1);
+				mark(rows_of, last_row, i, r->part[p].json_off, 1);
+			}
+			break;
+		case DA_STAT_HOOK:
+			break;
+		}
+	}
+	/* the latency histogram is a section of its own (a hook); every other field is one row's */
+	for (size_t slot = 0; slot < offsetof(struct da_stats, lat_bucket) / 8; slot++)
+		assert_int_equal(rows_of[slot], 1);
+}
+
+/* The filesystems' table: keys and families once each, every field inside struct pol_fs. */
+static void test_fs_table(void **state)
+{
+	static const char *keys[64], *metrics[64];
+	int nkeys = 0, nmetrics = 0;
+	(void)state;
+	for (size_t i = 0; i < da_fs_nrows; i++) {
+		const struct da_fs_row *r = &da_fs_rows[i];
+		assert_non_null(r->field[0].json);
+		for (int k = 0; k < DA_STAT_PARTS_MAX && r->field[k].json; k++) {
+			assert_false(seen(keys, &nkeys, r->field[k].json));
+			assert_true(r->field[k].off < sizeof(struct pol_fs));
+			/* a family's samples differ by their label, or it has one sample */
+			if (r->metric && r->kind != DA_FS_VERDICT)
+				assert_true(r->field[k].label ? r->label != NULL : k == 0 && !r->field[1].json);
+		}
+		if (!r->metric)
+			continue;
+		assert_false(seen(metrics, &nmetrics, r->metric));
+		assert_memory_equal(r->metric, "dirahead_filesystem_", 20);
+		assert_true(r->help && r->help[0]);
+		size_t len = strlen(r->metric);
+		assert_int_equal(!strcmp(r->type, "counter"), !strcmp(r->metric + len - 6, "_total"));
+		assert_true(r->kind != DA_FS_VERDICT || r->label);
+	}
+	assert_true(seen(keys, &nkeys, "verdict") && seen(keys, &nkeys, "list_us_own"));
+}
+
+static void test_view(void **state)
+{
+	static struct da_stats_view v;
+	const struct da_stat_row *skips = NULL;
+	uint64_t n;
+	(void)state;
+	v.s.judged = 4;
+	v.s.judged_before_s = 0.0004;
+	v.s.judged_after_s = 0.0001;
+	v.entry_cost_ns = 2500;
+	da_stats_view_derive(&v);
+	assert_true(v.app_stat_us_before > 99.999 && v.app_stat_us_before < 100.001);
+	assert_true(v.app_stat_us_prefetch > 24.999 && v.app_stat_us_prefetch < 25.001);
+	assert_true(v.entry_cost_us > 2.4999 && v.entry_cost_us < 2.5001);
+	assert_true(v.entry_cost_s > 2.4999e-6 && v.entry_cost_s < 2.5001e-6);
+	v.s.judged = 0;
+	da_stats_view_derive(&v);
+	assert_true(v.app_stat_us_before == 0 && v.app_stat_us_prefetch == 0);
+
+	for (size_t i = 0; i < da_stat_nrows; i++)
+		if (da_stat_rows[i].json && !strcmp(da_stat_rows[i].json, "skips"))
+			skips = &da_stat_rows[i];
+	assert_non_null(skips);
+	v.s.skips[DA_SKIP_MISMATCH] = 3;
+	v.s.skips[DA_SKIP_OPEN_FAILED] = 4;
+	v.s.skips[DA_SKIP_SMALL] = 5;
+	assert_false(da_stat_reason_metric(skips, &v, DA_SKIP_MISMATCH, &n));
+	assert_true(da_stat_reason_metric(skips, &v, DA_SKIP_OPEN_FAILED, &n));
+	assert_int_equal(n, 7);
+	assert_true(da_stat_reason_metric(skips, &v, DA_SKIP_SMALL, &n));
+	assert_int_equal(n, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nothing),
 		cmocka_unit_test(test_deltas),
 		cmocka_unit_test(test_small_buffer),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_fs_table),
+		cmocka_unit_test(test_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
