@@ -16,6 +16,7 @@
 #include "detector.h"
 #include "fsmagic.h"
 #include "log.h"
+#include "monoclock.h"
 #include "procdir.h"
 #include "scan.h"
 #include "sentinel.h"
@@ -42,12 +43,6 @@ struct arm {
 	uint64_t sig[ARM_SIG_MAX];
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void poll_later(struct arm *a)
 {

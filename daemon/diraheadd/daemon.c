@@ -25,6 +25,7 @@
 #include "host.h"
 #include "httpd.h"
 #include "log.h"
+#include "monoclock.h"
 #include "procdir.h"
 #include "scan.h"
 #include "walk.h"
@@ -99,11 +100,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 {
 	struct da_config nc;
 	bool missing;
-	uint64_t mono = 0;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	mono = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono_us());
 
 	da_config_defaults(&nc);
 	int r = da_config_load(&nc, d->config_path, &missing, err, errlen);
@@ -315,9 +312,7 @@ static int start_around(struct daemon *d, char *err, size_t errlen)
 
 int daemon_start(struct daemon *d, bool verbose, char *err, size_t errlen)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	d->start_usec = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	d->start_usec = wall_us();
 	if (start_loop(d, err, errlen) < 0 || start_pipeline(d, verbose, err, errlen) < 0 ||
 	    start_around(d, err, errlen) < 0)
 		return -1;

@@ -19,6 +19,7 @@
 
 #include "detector.h"
 #include "detector.skel.h"
+#include "monoclock.h"
 
 struct detector {
 	struct detector_bpf *skel;
@@ -274,13 +275,8 @@ int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint
 {
 	struct dirahead_mute m = { 0 };
 	uint32_t dev = DIRAHEAD_KDEV(dev_major, dev_minor);
-	struct timespec ts;
-	uint64_t until;
-
 	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	until = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-		(uint64_t)mute_ms * 1000000ull;
+	uint64_t until = mono_ns() + (uint64_t)mute_ms * 1000000ull;
 	/* one entry per process: a mute of runs by path keeps the one of a filesystem, and back */
 	if (bpf_map__lookup_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m, sizeof(m), 0))
 		memset(&m, 0, sizeof(m));

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "monoclock.h"
 #include "opener.h"
 #include "policy.h"
 
@@ -53,17 +54,11 @@ struct host {
 	bool tick_listing;          /* a listing-only walk completed something since cpu_from */
 };
 
-uint64_t host_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct pol_fs *fs_mount(struct host *h, const struct host_fs *f)
 {
 	return policy_fs_mount(h->pol, f->dev_major, f->dev_minor, f->magic, f->mnt_id,
-			       host_now_ns());
+			       mono_ns());
 }
 
 /* Which filesystems the CPU since cpu_from went to. */
@@ -109,7 +104,7 @@ static void on_stall(struct dirahead_dir *dir, void *dir_data, void *data)
 	struct host_fs f;
 	(void)dir;
 	hd->ops->fs_of(dir_data, &f);
-	policy_stalled(fs_mount(h, &f), host_now_ns());
+	policy_stalled(fs_mount(h, &f), mono_ns());
 }
 
 static void on_dir_done(struct dirahead_dir *dir, void *dir_data, int error, void *data)
@@ -189,7 +184,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct host *h = userdata;
 	pump(h);
-	uint64_t t = host_now_ns();
+	uint64_t t = mono_ns();
 	for (unsigned i = 0; i < h->nclients; i++)
 		h->clients[i].tick(h->clients[i].ctx, t);
 	policy_check_hung(h->pol, t, breaker_opened, h);

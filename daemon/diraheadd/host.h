@@ -71,6 +71,5 @@ const char *host_backend(const struct host *h);
 void host_stop_engine(struct host *h);
 /* Frees the rest (openers stuck on a hung filesystem finish on their own). */
 void host_free(struct host *h);
-uint64_t host_now_ns(void);
 
 #endif

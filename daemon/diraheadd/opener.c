@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "list.h"
+#include "monoclock.h"
 
 /* An idle opener thread exits after this long: an idle daemon keeps none. */
 #define IDLE_EXIT_SEC 5
@@ -38,12 +39,6 @@ struct opener {
 	bool closing;               /* opener_free() was called: threads free it when the last ends */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void destroy(struct opener *o)
 {
@@ -75,7 +70,7 @@ static void *worker(void *arg)
 		list_del(&j->node);
 		o->nqueued--;
 		o->nrunning++;
-		j->start_ns = now_ns();
+		j->start_ns = mono_ns();
 		list_add_tail(&j->node, &o->running);
 		pthread_mutex_unlock(&o->lock);
 
@@ -162,7 +157,7 @@ static bool is_stuck(const struct opener *o, const struct job *j, uint64_t now)
  * too: they are the user's until they return), and the running jobs that are stuck. */
 static void tally(const struct opener *o, uint32_t uid, unsigned *user, unsigned *stuck)
 {
-	uint64_t t = now_ns();
+	uint64_t t = mono_ns();
 	*user = *stuck = 0;
 	for (struct list_head *p = o->queue.next; p != &o->queue; p = p->next)
 		*user += list_entry(p, struct job, node)->uid == uid;
@@ -231,7 +226,7 @@ int opener_run(struct opener *o, uint32_t dev_major, uint32_t dev_minor, uint32_
 static unsigned stuck(const struct opener *o, bool any, uint32_t maj, uint32_t min, uint32_t uid)
 {
 	struct opener *m = (struct opener *)o; /* the lock, not the state, changes */
-	uint64_t t = now_ns();
+	uint64_t t = mono_ns();
 	unsigned n = 0;
 	pthread_mutex_lock(&m->lock);
 	for (struct list_head *p = m->running.next; p != &m->running; p = p->next) {

@@ -17,6 +17,7 @@
 #include "judge.h"
 #include "host.h"
 #include "log.h"
+#include "monoclock.h"
 #include "opener.h"
 #include "order.h"
 #include "policy.h"
@@ -108,10 +109,6 @@ struct pending {
 
 static const struct host_ops scan_ops;
 
-static uint64_t now_ns(void)
-{
-	return host_now_ns();
-}
 
 static bool scan_ended(const struct scan *s)
 {
@@ -153,7 +150,7 @@ static bool user_room(void *ctx, uint32_t uid, uint64_t cgroup_id)
 
 static struct pol_fs *scan_fs(const struct scan *s)
 {
-	return policy_fs_mount(s->mgr->pol, s->dev_major, s->dev_minor, s->magic, s->mnt_id, now_ns());
+	return policy_fs_mount(s->mgr->pol, s->dev_major, s->dev_minor, s->magic, s->mnt_id, mono_ns());
 }
 
 static struct scan *find_scan_id(struct scan_mgr *m, uint64_t id)
@@ -208,7 +205,7 @@ static void log_end(struct scan *s, enum da_end_reason why)
 		   s->tgid, s->comm, s->path, da_end_reason_names[why],
 		   (unsigned long long)s->completed, (unsigned long long)s->failed,
 		   (unsigned long long)s->hits, (unsigned long long)s->misses,
-		   (double)(now_ns() - s->start_ns) / 1e9);
+		   (double)(mono_ns() - s->start_ns) / 1e9);
 }
 
 /* Ends a scan: counts it, tells the detector to stop reporting it, and frees it once the engine
@@ -366,7 +363,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	s->life = SCAN_OPENING;
 	s->cgroup_id = ev->cgroup_id;
 	s->app_pos = s->stats_seen = ev->stats;
-	s->start_ns = s->last_ns = now_ns();
+	s->start_ns = s->last_ns = mono_ns();
 	m->active++;
 	m->st->scans_started++;
 	log_debug("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
@@ -423,7 +420,7 @@ static void want_timing(struct scan *s)
 	s->j.timed_probe = true;
 	if (s->mgr->want_timing)
 		s->mgr->want_timing(s->mgr->want_timing_ctx);
-	s->j.timed_from_ns = now_ns(); /* the hook attaches synchronously */
+	s->j.timed_from_ns = mono_ns(); /* the hook attaches synchronously */
 }
 
 static struct pol_fs *who_fs(const void *ctx)
@@ -435,7 +432,7 @@ static struct pol_fs *who_fs(const void *ctx)
 static struct judge_who who_of(const struct scan *s)
 {
 	return (struct judge_who){ .pol = s->mgr->pol, .fs = who_fs, .ctx = s, .path = s->path,
-				   .tgid = s->tgid, .now_ns = now_ns() };
+				   .tgid = s->tgid, .now_ns = mono_ns() };
 }
 
 /* Which directory a run of stats by path is in: resolved in an opener thread (the filesystem
@@ -519,7 +516,7 @@ static bool ask_hung(void *ctx, const struct dirahead_event *ev)
 {
 	struct scan_mgr *m = ((struct gate_ask *)ctx)->m;
 	return policy_hung(policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic,
-					   ev->mnt_id, now_ns()), now_ns()) ||
+					   ev->mnt_id, mono_ns()), mono_ns()) ||
 	       opener_stuck_on(m->openers, ev->dev_major, ev->dev_minor, ev->cred_euid);
 }
 
@@ -550,7 +547,7 @@ static struct pol_fs *ev_fs(const void *ctx)
 	const struct gate_ask_fs *a = ctx;
 	const struct dirahead_event *ev = a->ev;
 	return policy_fs_mount(a->m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
-			       now_ns());
+			       mono_ns());
 }
 
 /* A scan of ev's directory (BPF's name for it: a), not linked in yet; pre_fd is taken. */
@@ -568,7 +565,7 @@ static struct scan *new_scan(struct scan_mgr *m, const struct dirahead_event *ev
 		.bino = a->bino, .unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
 		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
 		.stats_seen = ev->stats, .app_pos = ev->stats, .window = first_window(m, ev),
-		.start_ns = now_ns(),
+		.start_ns = mono_ns(),
 	};
 	*pre_fd = -1; /* the scan's now */
 	s->last_ns = s->start_ns;
@@ -621,7 +618,7 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	/* The start rule: is prefetch worth it for this scan, on this filesystem? */
 	struct gate_ask_fs at = { m, ev };
 	struct judge_who w = { .pol = m->pol, .fs = ev_fs, .ctx = &at, .path = ev->path,
-			       .tgid = ev->tgid, .now_ns = now_ns() };
+			       .tgid = ev->tgid, .now_ns = mono_ns() };
 	struct judge j = { 0 };
 	struct judge_verdict jv = judge_start(&j, &w, ev);
 	if (jv.act == JUDGE_FAST || jv.act == JUDGE_NO_GAIN) {
@@ -667,7 +664,7 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	}
 	struct pol_sample now;
 	pol_sample_of(&now, ev);
-	w.now_ns = now_ns();
+	w.now_ns = mono_ns();
 	v = judge_after_probe(&s->j, &w, &cost, now.lat_n - s->j.at_scan.lat_n);
 	if (v.act == JUDGE_FAST) {
 		drop_probing(s, ev, DA_SKIP_FAST);
@@ -964,14 +961,14 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 		return;
 	}
 	if (s->life == SCAN_PROBING) {
-		s->last_ns = now_ns();
+		s->last_ns = mono_ns();
 		if (!final)
 			end_probe(s, ev);
 		return;
 	}
 	uint64_t delta = ev->stats > s->stats_seen ? ev->stats - s->stats_seen : 0;
 	s->stats_seen = ev->stats;
-	s->last_ns = now_ns();
+	s->last_ns = mono_ns();
 	if (!delta)
 		return;
 	struct progress p = served(s, ev, delta);
@@ -1202,7 +1199,7 @@ static void walk_info_cb(const struct walk_info *w, void *ctx)
 
 void scan_mgr_foreach(struct scan_mgr *m, void (*fn)(const struct scan_info *, void *), void *ctx)
 {
-	uint64_t t = now_ns();
+	uint64_t t = mono_ns();
 	for (struct scan *s = m->scans; s; s = s->next) {
 		if (scan_ended(s))
 			continue;

@@ -15,6 +15,7 @@
 #include "detector.h"
 #include "host.h"
 #include "log.h"
+#include "monoclock.h"
 #include "opener.h"
 #include "policy.h"
 #include "procdir.h"
@@ -108,10 +109,6 @@ struct walk_mgr {
 	unsigned ncands;
 };
 
-static uint64_t now_ns(void)
-{
-	return host_now_ns();
-}
 
 static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 {
@@ -185,7 +182,7 @@ static void end_walk(struct walk *w, enum da_walk_end_reason why)
 	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
 		 "prefetched, %.3f s", w->tgid, w->comm, w->path, da_walk_end_reason_names[why],
 		 (unsigned long long)w->visited, (unsigned long long)w->entries,
-		 (double)(now_ns() - w->start_ns) / 1e9);
+		 (double)(mono_ns() - w->start_ns) / 1e9);
 	if (w->root)
 		drop_subtree(w, w->root);
 	w->root = w->cursor = NULL;
@@ -214,13 +211,13 @@ static void free_walk(struct walk *w)
 
 static struct pol_fs *walk_fs_ev(struct walk_mgr *m, const struct dirahead_event *ev)
 {
-	return policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id, now_ns());
+	return policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id, mono_ns());
 }
 
 static struct pol_fs *walk_fs(struct walk *w)
 {
 	return policy_fs_mount(w->mgr->pol, w->dev_major, w->dev_minor, w->magic, w->mnt_id,
-			       now_ns());
+			       mono_ns());
 }
 
 static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
@@ -425,7 +422,7 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 	n->dir = NULL;
 	assert(w->open > 0);
 	w->open--;
-	w->last_ns = now_ns();
+	w->last_ns = mono_ns();
 	if (n->zombie) {
 		for (struct wnode **pp = &w->zombies; *pp; pp = &(*pp)->zombie_next)
 			if (*pp == n) {
@@ -450,7 +447,7 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 	 * filesystem) */
 	if (!error && n != w->root && policy_enabled(m->pol) &&
 	    policy_list_account(m->pol, walk_fs(w), info.list_ns, info.list_cpu_ns,
-				info.first_read_ns, now_ns()) ==
+				info.first_read_ns, mono_ns()) ==
 		    POL_FAST && w->list_only) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
 		end_walk(w, DA_WALK_END_FAST);
@@ -571,7 +568,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
 		return NULL;
 	/* not where requests hang, and not beyond its user's and cgroup's share */
-	if (policy_hung(walk_fs_ev(m, ev), now_ns())) {
+	if (policy_hung(walk_fs_ev(m, ev), mono_ns())) {
 		m->st->skips[DA_SKIP_FS_HUNG]++;
 		return NULL;
 	}
@@ -599,7 +596,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		w->up_fd[i] = -1;
 	w->cred = cred;
 	w->cgroup_id = ev->cgroup_id;
-	w->start_ns = w->last_ns = now_ns();
+	w->start_ns = w->last_ns = mono_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
 	w->comm[sizeof(w->comm) - 1] = '\0';
@@ -646,8 +643,8 @@ void walk_mgr_candidate(struct walk_mgr *m, const struct dirahead_event *ev)
 		return;
 	if (policy_enabled(m->pol) &&
 	    !policy_list_allowed(m->pol, policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor,
-							 ev->magic, ev->mnt_id, now_ns()),
-				 now_ns()))
+							 ev->magic, ev->mnt_id, mono_ns()),
+				 mono_ns()))
 		return;
 	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (!c) {
@@ -661,7 +658,7 @@ void walk_mgr_candidate(struct walk_mgr *m, const struct dirahead_event *ev)
 			c = &m->cands[m->ncands++];
 	}
 	*c = (struct walk_cand){ .tgid = ev->tgid, .ino = ev->ino, .parent_ino = ev->parent_ino,
-				 .since_ns = now_ns(), .scanned = true, .ev = *ev };
+				 .since_ns = mono_ns(), .scanned = true, .ev = *ev };
 	/* its listings there are reported, one event each, whatever the mute */
 	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0)
 		cand_drop(m, c, false);
@@ -712,7 +709,7 @@ static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 		return false;
 	struct pol_fs *fs = walk_fs(w);
 	uint64_t judged = fs->list.judged;
-	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ev->list_ns, now_ns());
+	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ev->list_ns, mono_ns());
 	if (fs->list.judged != judged)
 		log_debug("walk of pid %u: its listings took %.0f us listed ahead, %.0f us its own "
 			  "(%u), the daemon's %.0f us: %s", w->tgid, fs->list.ahead_ns / 1e3,
@@ -733,7 +730,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		cand_listing(m, ev);
 		return;
 	}
-	w->last_ns = now_ns();
+	w->last_ns = mono_ns();
 	/* its credentials changed (dropped privileges): never served with the old ones */
 	if (!procdir_cred_same(&w->cred, ev)) {
 		end_walk(w, DA_WALK_END_CRED);
@@ -817,7 +814,7 @@ void walk_mgr_on_exit(struct walk_mgr *m, const struct dirahead_event *ev)
 
 bool walk_mgr_tick(struct walk_mgr *m)
 {
-	uint64_t t = now_ns(), idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
+	uint64_t t = mono_ns(), idle = (uint64_t)m->cfg.idle_timeout_ms * 1000000ull;
 	struct walk *w, *next;
 	for (w = m->walks; w; w = next) {
 		next = w->next;
@@ -860,7 +857,7 @@ bool walk_mgr_busy(const struct walk_mgr *m) { return m->n || m->ncands; }
 
 void walk_mgr_foreach(struct walk_mgr *m, void (*fn)(const struct walk_info *, void *), void *ctx)
 {
-	uint64_t t = now_ns();
+	uint64_t t = mono_ns();
 	for (struct walk *w = m->walks; w; w = w->next) {
 		if (w->life == WALK_ENDED)
 			continue;
