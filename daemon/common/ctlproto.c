@@ -27,7 +27,7 @@ static int wait_fd(int fd, short ev, uint64_t deadline)
 /* Connects fd to the daemon's socket and sends the line "cmd\n": 0 or -errno. */
 static int send_request(int fd, const struct sockaddr_un *sa, const char *cmd, uint64_t deadline)
 {
-	char line[DA_CTL_MAX_REQUEST];
+	char line[DD_CTL_MAX_REQUEST];
 	int r, n;
 	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 && errno != EINPROGRESS)
 		return -errno;
@@ -61,7 +61,7 @@ static int read_reply(int fd, uint64_t deadline, char **out, size_t *len)
 		if ((r = wait_fd(fd, POLLIN, deadline)) < 0)
 			return r;
 		if (*len + 1 >= cap) {
-			if (cap >= DA_CTL_MAX_REPLY)
+			if (cap >= DD_CTL_MAX_REPLY)
 				return -EMSGSIZE;
 			char *nb = realloc(buf, cap * 2);
 			if (!nb)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * The control protocol between diraheadctl and diraheadd: over the unix stream socket
- * DA_SOCKET_PATH the client sends one command line ("status", "stats", "scans", "metrics",
+ * DD_SOCKET_PATH the client sends one command line ("status", "stats", "scans", "metrics",
  * "reload"); the daemon answers with one reply and closes.  Replies start with "ok\n" or
  * "error <message>\n"; the rest is JSON (status, stats, scans), Prometheus text (metrics), or empty.
  */
@@ -10,9 +10,9 @@
 
 #include <stddef.h>
 
-#define DA_DEFAULT_SOCKET "/run/dirahead/diraheadd.sock"
-#define DA_CTL_MAX_REQUEST 256
-#define DA_CTL_MAX_REPLY (4u << 20)
+#define DD_DEFAULT_SOCKET "/run/dirahead/diraheadd.sock"
+#define DD_CTL_MAX_REQUEST 256
+#define DD_CTL_MAX_REPLY (4u << 20)
 
 /*
  * Sends `cmd` and reads the whole reply into a malloc'ed, NUL-terminated *reply (the body after

@@ -27,7 +27,7 @@ static int parse(int argc, char **argv, struct opts *o, bool json_ok)
 	int c;
 	o->socket = getenv("DIRAHEAD_SOCKET");
 	if (!o->socket || !o->socket[0])
-		o->socket = DA_DEFAULT_SOCKET;
+		o->socket = DD_DEFAULT_SOCKET;
 	o->json = false;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:jh", lo, NULL)) != -1) {

@@ -84,7 +84,7 @@ static int set_hooks(struct arm *a, bool on, bool count)
 	return 0;
 }
 
-static bool list_match(const struct da_strlist *l, const char *s)
+static bool list_match(const struct dd_strlist *l, const char *s)
 {
 	for (int i = 0; i < l->n; i++)
 		if (fnmatch(l->v[i], s, 0) == 0)
@@ -92,14 +92,14 @@ static bool list_match(const struct da_strlist *l, const char *s)
 	return false;
 }
 
-static bool allowed(const struct da_strlist *inc, const struct da_strlist *exc, const char *s)
+static bool allowed(const struct dd_strlist *inc, const struct dd_strlist *exc, const char *s)
 {
 	return !list_match(exc, s) && (inc->n == 0 || list_match(inc, s));
 }
 
 /* The [filter] rules the signal carries what to judge by: the process name, and the
  * filesystem's type where the sentinel knew it (the cgroup and path filters apply to scans). */
-static bool filtered(const struct da_config *c, const struct dirahead_sentinel_event *ev)
+static bool filtered(const struct dd_config *c, const struct dirahead_sentinel_event *ev)
 {
 	char comm[sizeof(ev->comm) + 1];
 	memcpy(comm, ev->comm, sizeof(ev->comm));

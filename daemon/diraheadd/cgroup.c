@@ -60,7 +60,7 @@ static bool match_prefix(const char *pat, const char *path, size_t n, char *tmp)
 	return fnmatch(pat, tmp, FNM_PATHNAME) == 0;
 }
 
-bool cgroup_match(const struct da_strlist *l, const char *path)
+bool cgroup_match(const struct dd_strlist *l, const char *path)
 {
 	size_t plen = strlen(path);
 	char pat[PATH_MAX], *tmp;

@@ -20,6 +20,6 @@ int cgroup_of(uint32_t pid, char *buf, size_t len);
  * every component boundary, so "/system.slice" covers /system.slice/cron.service and everything
  * below it.  Trailing slashes of a pattern are ignored; "/" matches every cgroup.
  */
-bool cgroup_match(const struct da_strlist *l, const char *path);
+bool cgroup_match(const struct dd_strlist *l, const char *path);
 
 #endif

@@ -19,9 +19,9 @@
 
 #include "hostcheck.h"
 
-void da_config_defaults(struct da_config *c)
+void dd_config_defaults(struct dd_config *c)
 {
-	*c = (struct da_config){
+	*c = (struct dd_config){
 		.enabled = true,
 		.confirm_stats = 2,
 		.unlisted_stats = 8,
@@ -62,15 +62,15 @@ void da_config_defaults(struct da_config *c)
 		.walk_ahead_entries = 8192,
 		.log_level = LOG_INFO,
 		.log_summary_s = 60,
-		.metrics_access = DA_METRICS_ALL,
+		.metrics_access = DD_METRICS_ALL,
 	};
 	c->proc_path = strdup("/proc");
 	c->metrics_address = strdup("127.0.0.1:9567");
-	c->socket_path = strdup(DA_SOCKET_PATH);
+	c->socket_path = strdup(DD_SOCKET_PATH);
 	c->socket_group = strdup("");
 }
 
-static void strlist_free(struct da_strlist *l)
+static void strlist_free(struct dd_strlist *l)
 {
 	for (int i = 0; i < l->n; i++)
 		free(l->v[i]);
@@ -88,7 +88,7 @@ enum key_type {
 	KEY_DOUBLE, /* double, a number from dlo to dhi */
 	KEY_ENUM,   /* an int-sized (or bool) field: one of values[] */
 	KEY_STR,    /* char *, malloc'ed */
-	KEY_LIST,   /* struct da_strlist: words between blanks or commas; empty clears it */
+	KEY_LIST,   /* struct dd_strlist: words between blanks or commas; empty clears it */
 };
 
 struct key_enum {
@@ -99,14 +99,14 @@ struct key_enum {
 struct key {
 	const char *section, *name;
 	enum key_type type;
-	size_t off, size;           /* the field in struct da_config */
+	size_t off, size;           /* the field in struct dd_config */
 	unsigned long long lo, hi;  /* UINT, U64 */
 	double dlo, dhi;            /* DOUBLE */
 	const struct key_enum *values; /* ENUM, ended by a NULL name */
 	bool nocase;                /* ENUM: names in any case */
 	const char *expect;         /* the error's "is not <expect>"; NULL: the type's own words */
 	/* The key's own rule on a value its type accepted: numbers as parsed (unsigned long long),
-	 * lists once stored (struct da_strlist), strings before (NULL).  false breaks it: the error
+	 * lists once stored (struct dd_strlist), strings before (NULL).  false breaks it: the error
 	 * is why, or with why left empty, "is not <expect>". */
 	bool (*check)(const char *value, const void *parsed, char *why, size_t len);
 };
@@ -139,13 +139,13 @@ static bool check_address(const char *value, const void *parsed, char *why, size
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_un sa;
-	const char *up = da_unix_address(value);
+	const char *up = dd_unix_address(value);
 	(void)parsed;
 	if (up && (up[0] != '/' || up[strlen(up) - 1] == '/'))
 		snprintf(why, len, "'%s' is not unix:/ABSOLUTE/PATH of a socket", value);
 	else if (up && strlen(up) >= sizeof(sa.sun_path))
 		snprintf(why, len, "'%s': the path is longer than %zu bytes", value, sizeof(sa.sun_path) - 1);
-	else if (!up && value[0] && da_parse_address(value, &ss) < 0)
+	else if (!up && value[0] && dd_parse_address(value, &ss) < 0)
 		snprintf(why, len, "'%s' is not ADDRESS:PORT (127.0.0.1:9567, [::1]:9567, :9567), "
 			 "unix:/PATH or empty", value);
 	return !why[0];
@@ -154,7 +154,7 @@ static bool check_address(const char *value, const void *parsed, char *why, size
 /* cgroup patterns are matched against absolute paths: anything else never would match */
 static bool check_cgroups(const char *value, const void *parsed, char *why, size_t len)
 {
-	const struct da_strlist *l = parsed;
+	const struct dd_strlist *l = parsed;
 	(void)value;
 	for (int i = 0; i < l->n; i++)
 		if (l->v[i][0] != '/') {
@@ -167,11 +167,11 @@ static bool check_cgroups(const char *value, const void *parsed, char *why, size
 
 static bool check_hosts(const char *value, const void *parsed, char *why, size_t len)
 {
-	const struct da_strlist *l = parsed;
-	struct da_host h;
+	const struct dd_strlist *l = parsed;
+	struct dd_host h;
 	(void)value;
 	for (int i = 0; i < l->n; i++)
-		if (da_host_parse(l->v[i], &h) < 0) {
+		if (dd_host_parse(l->v[i], &h) < 0) {
 			snprintf(why, len, "'%s' is not NAME or NAME:PORT (a host name, IPv4 address or "
 				 "[IPv6 address])", l->v[i]);
 			return false;
@@ -189,7 +189,7 @@ static const struct key_enum orders[] = {
 	{ "inode", DIRAHEAD_ORDER_INODE }, { "name", DIRAHEAD_ORDER_NAME }, { NULL, 0 },
 };
 static const struct key_enum access_modes[] = {
-	{ "all", DA_METRICS_ALL }, { "control-group", DA_METRICS_CONTROL_GROUP }, { NULL, 0 },
+	{ "all", DD_METRICS_ALL }, { "control-group", DD_METRICS_CONTROL_GROUP }, { NULL, 0 },
 };
 /* syslog's levels; the error names the useful ones */
 static const struct key_enum log_levels[] = {
@@ -198,7 +198,7 @@ static const struct key_enum log_levels[] = {
 	{ NULL, 0 },
 };
 
-#define FIELD(f) .off = offsetof(struct da_config, f), .size = sizeof(((struct da_config *)0)->f)
+#define FIELD(f) .off = offsetof(struct dd_config, f), .size = sizeof(((struct dd_config *)0)->f)
 #define BOOL(sec, key, f) { .section = sec, .name = key, .type = KEY_BOOL, FIELD(f) }
 #define UINT(sec, key, f, min, max) \
 	{ .section = sec, .name = key, .type = KEY_UINT, FIELD(f), .lo = min, .hi = max }
@@ -297,7 +297,7 @@ static bool section_known(const char *section)
 	return false;
 }
 
-void da_config_free(struct da_config *c)
+void dd_config_free(struct dd_config *c)
 {
 	for (size_t i = 0; i < NKEYS; i++) {
 		void *field = (char *)c + keys[i].off;
@@ -311,7 +311,7 @@ void da_config_free(struct da_config *c)
 }
 
 struct parse_ctx {
-	struct da_config *c;
+	struct dd_config *c;
 	FILE *f;
 	int line;               /* the line inih is on: our reader counts them */
 	int err_line;           /* line of err, or of an over-long line */
@@ -405,14 +405,14 @@ static bool parse_enum(const struct key *k, const char *v, int *out)
 }
 
 /* Whitespace-separated words; an empty value clears the list. */
-static bool parse_list(const char *v, struct da_strlist *l)
+static bool parse_list(const char *v, struct dd_strlist *l)
 {
 	strlist_free(l);
 	char *dup = strdup(v), *save = NULL;
 	if (!dup)
 		return false;
 	for (char *w = strtok_r(dup, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
-		if (l->n == DA_LIST_MAX) {
+		if (l->n == DD_LIST_MAX) {
 			free(dup);
 			return false;
 		}
@@ -478,7 +478,7 @@ static bool parse_value(const struct key *k, void *field, const char *value, uns
 		assert(k->size == sizeof(char *));
 		return true; /* stored once checked */
 	case KEY_LIST:
-		assert(k->size == sizeof(struct da_strlist));
+		assert(k->size == sizeof(struct dd_strlist));
 		return parse_list(value, field); /* false: too many words */
 	}
 	return false;
@@ -497,7 +497,7 @@ static int set_key(struct parse_ctx *p, const struct key *k, const char *value)
 	if (!ok && why[0])
 		return ERR("[%s] %s: %s", k->section, k->name, why);
 	if (!ok && k->type == KEY_LIST)
-		return ERR("[%s] %s: more than %d entries", k->section, k->name, DA_LIST_MAX);
+		return ERR("[%s] %s: more than %d entries", k->section, k->name, DD_LIST_MAX);
 	if (!ok) {
 		expected(k, words, sizeof(words));
 		return ERR("[%s] %s: '%s' is not %s", k->section, k->name, value, words);
@@ -566,7 +566,7 @@ static void quote_line(FILE *f, int line, char *out, size_t outlen)
 		}
 }
 
-int da_config_load(struct da_config *c, const char *path, bool *missing, char *err, size_t errlen)
+int dd_config_load(struct dd_config *c, const char *path, bool *missing, char *err, size_t errlen)
 {
 	struct parse_ctx p = { .c = c };
 	struct stat st;
@@ -617,7 +617,7 @@ int da_config_load(struct da_config *c, const char *path, bool *missing, char *e
 }
 
 /* "127.0.0.1:9567", "[::1]:9567", ":9567" (loopback is the default for a bare port). */
-int da_parse_address(const char *a, struct sockaddr_storage *ss)
+int dd_parse_address(const char *a, struct sockaddr_storage *ss)
 {
 	char host[128];
 	const char *colon;
@@ -657,7 +657,7 @@ int da_parse_address(const char *a, struct sockaddr_storage *ss)
 	return 0;
 }
 
-const char *da_unix_address(const char *a)
+const char *dd_unix_address(const char *a)
 {
 	return strncmp(a, "unix:", 5) ? NULL : a + 5;
 }

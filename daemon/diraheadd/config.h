@@ -10,22 +10,22 @@
 #include "ctlproto.h"
 #include "dirahead.h"
 
-#define DA_CONFIG_PATH "/etc/dirahead/dirahead.conf"
-#define DA_SOCKET_PATH DA_DEFAULT_SOCKET
-#define DA_LIST_MAX 32
+#define DD_CONFIG_PATH "/etc/dirahead/dirahead.conf"
+#define DD_SOCKET_PATH DD_DEFAULT_SOCKET
+#define DD_LIST_MAX 32
 
-struct da_strlist {
+struct dd_strlist {
 	int n;
-	char *v[DA_LIST_MAX];
+	char *v[DD_LIST_MAX];
 };
 
 /* [metrics] access (0, the default, is today's: every local user). */
-enum da_metrics_access {
-	DA_METRICS_ALL,           /* anyone who can connect */
-	DA_METRICS_CONTROL_GROUP, /* root and members of the [control] group; others get 403 */
+enum dd_metrics_access {
+	DD_METRICS_ALL,           /* anyone who can connect */
+	DD_METRICS_CONTROL_GROUP, /* root and members of the [control] group; others get 403 */
 };
 
-struct da_config {
+struct dd_config {
 	bool enabled;
 	bool dry_run;               /* detect and log scans, never prefetch */
 	unsigned confirm_stats;     /* stats of a directory's entries before a scan counts */
@@ -69,28 +69,28 @@ struct da_config {
 	unsigned walk_open_dirs;    /* directories one walk lists and prefetches at once */
 	unsigned walk_ahead_dirs;   /* directories listed ahead of the program, per walk */
 	unsigned walk_ahead_entries;/* entries prefetched ahead of the program, per walk */
-	struct da_strlist fs_include, fs_exclude;     /* filesystem type names */
-	struct da_strlist path_include, path_exclude; /* mount point / path prefixes */
-	struct da_strlist comm_include, comm_exclude; /* process names */
-	struct da_strlist cgroup_include, cgroup_exclude;
+	struct dd_strlist fs_include, fs_exclude;     /* filesystem type names */
+	struct dd_strlist path_include, path_exclude; /* mount point / path prefixes */
+	struct dd_strlist comm_include, comm_exclude; /* process names */
+	struct dd_strlist cgroup_include, cgroup_exclude;
 	char *proc_path;            /* the procfs whose PIDs are BPF's (the host's); restart to change */
 	char *metrics_address;      /* host:port or unix:/path, empty = off */
-	struct da_strlist metrics_hosts; /* [metrics] allowed_hosts: more names for the Host check */
-	enum da_metrics_access metrics_access; /* [metrics] access: who gets the page */
+	struct dd_strlist metrics_hosts; /* [metrics] allowed_hosts: more names for the Host check */
+	enum dd_metrics_access metrics_access; /* [metrics] access: who gets the page */
 	char *socket_path;
 	char *socket_group;         /* group allowed on the control socket besides root; empty = root only */
 	int log_level;              /* syslog levels: LOG_ERR .. LOG_DEBUG */
 	unsigned log_summary_s;     /* a summary line this often while scans happen; 0: never */
 };
 
-void da_config_defaults(struct da_config *c);
-void da_config_free(struct da_config *c);
+void dd_config_defaults(struct dd_config *c);
+void dd_config_free(struct dd_config *c);
 /* Parses FILE over the defaults.  Missing file: defaults, *missing = true, returns 0.  Errors:
  * returns -1 and writes "file:line: key: reason" into err. */
-int da_config_load(struct da_config *c, const char *path, bool *missing, char *err, size_t errlen);
+int dd_config_load(struct dd_config *c, const char *path, bool *missing, char *err, size_t errlen);
 /* [metrics] address: "127.0.0.1:9567", "[::1]:9567" or ":9567" (loopback).  0, or -1 if invalid. */
-int da_parse_address(const char *a, struct sockaddr_storage *ss);
+int dd_parse_address(const char *a, struct sockaddr_storage *ss);
 /* [metrics] address "unix:/PATH": PATH; NULL for any other address. */
-const char *da_unix_address(const char *a);
+const char *dd_unix_address(const char *a);
 
 #endif

@@ -42,7 +42,7 @@ struct conn {
 	int fd;
 	sd_event_source *io, *timeout;
 	size_t len;
-	char buf[DA_CTL_MAX_REQUEST];
+	char buf[DD_CTL_MAX_REQUEST];
 };
 
 static void conn_close(struct conn *k)
@@ -62,15 +62,15 @@ static void add_fs(const struct pol_fs *f, void *ctx)
 	const char *type = fsmagic_name(f->magic);
 	snprintf(key, sizeof(key), "%u:%u", f->dev_major, f->dev_minor);
 	json_object_object_add(o, "fstype", json_object_new_string(type ? type : "unknown"));
-	for (size_t i = 0; i < da_fs_nrows; i++) {
-		const struct da_fs_row *r = &da_fs_rows[i];
-		for (int k = 0; k < DA_STAT_PARTS_MAX && r->field[k].json; k++) {
+	for (size_t i = 0; i < dd_fs_nrows; i++) {
+		const struct dd_fs_row *r = &dd_fs_rows[i];
+		for (int k = 0; k < DD_STAT_PARTS_MAX && r->field[k].json; k++) {
 			const void *at = (const char *)f + r->field[k].off;
-			if (r->kind == DA_FS_VERDICT)
+			if (r->kind == DD_FS_VERDICT)
 				j = json_object_new_string(pol_verdict_names[*(const enum pol_verdict *)at]);
-			else if (r->kind == DA_FS_UINT)
+			else if (r->kind == DD_FS_UINT)
 				j = json_object_new_uint64(*(const unsigned *)at);
-			else if (r->kind == DA_FS_U64)
+			else if (r->kind == DD_FS_U64)
 				j = json_object_new_uint64(*(const uint64_t *)at);
 			else
 				j = json_object_new_double(*(const double *)at / 1e3);
@@ -116,22 +116,22 @@ static void add_arm(json_object *o, struct daemon *d, bool all)
 	}
 }
 
-static json_object *jvalue(bool f64, const struct da_stats_view *v, size_t off)
+static json_object *jvalue(bool f64, const struct dd_stats_view *v, size_t off)
 {
-	return f64 ? json_object_new_double(da_stat_f64(v, off)) : json_object_new_uint64(da_stat_u64(v, off));
+	return f64 ? json_object_new_double(dd_stat_f64(v, off)) : json_object_new_uint64(dd_stat_u64(v, off));
 }
 
 /* One row of the statistics table (stats.h) into the stats object o. */
-static void add_row(json_object *o, struct daemon *d, const struct da_stat_row *r,
-		    const struct da_stats_view *v)
+static void add_row(json_object *o, struct daemon *d, const struct dd_stat_row *r,
+		    const struct dd_stats_view *v)
 {
 	json_object *sub;
 	switch (r->shape) {
-	case DA_STAT_VALUE:
+	case DD_STAT_VALUE:
 		if (r->json)
 			json_object_object_add(o, r->json, jvalue(r->f64, v, r->json_off));
 		break;
-	case DA_STAT_REASONS:
+	case DD_STAT_REASONS:
 		if (!r->json)
 			break;
 		sub = json_object_new_object();
@@ -140,15 +140,15 @@ static void add_row(json_object *o, struct daemon *d, const struct da_stat_row *
 					       jvalue(false, v, r->json_off + (size_t)i * sizeof(uint64_t)));
 		json_object_object_add(o, r->json, sub);
 		break;
-	case DA_STAT_PARTS:
-		for (int i = 0; i < DA_STAT_PARTS_MAX && r->part[i].label; i++)
+	case DD_STAT_PARTS:
+		for (int i = 0; i < DD_STAT_PARTS_MAX && r->part[i].label; i++)
 			if (r->part[i].json)
 				json_object_object_add(o, r->part[i].json, jvalue(r->f64, v, r->part[i].json_off));
 		break;
-	case DA_STAT_HOOK:
-		if (r->hook == DA_STAT_HOOK_ARM) {
+	case DD_STAT_HOOK:
+		if (r->hook == DD_STAT_HOOK_ARM) {
 			add_arm(o, d, true);
-		} else if (r->hook == DA_STAT_HOOK_FILESYSTEMS) {
+		} else if (r->hook == DD_STAT_HOOK_FILESYSTEMS) {
 			sub = json_object_new_object();
 			policy_foreach(scan_mgr_policy(d->mgr), add_fs, sub);
 			json_object_object_add(o, "filesystems", sub);
@@ -159,11 +159,11 @@ static void add_row(json_object *o, struct daemon *d, const struct da_stat_row *
 
 static json_object *jstats(struct daemon *d)
 {
-	struct da_stats_view v;
+	struct dd_stats_view v;
 	json_object *o = json_object_new_object();
 	statsview_read(d, &v);
-	for (size_t i = 0; i < da_stat_nrows; i++)
-		add_row(o, d, &da_stat_rows[i], &v);
+	for (size_t i = 0; i < dd_stat_nrows; i++)
+		add_row(o, d, &dd_stat_rows[i], &v);
 	return o;
 }
 
@@ -325,8 +325,8 @@ static int on_conn_timeout(sd_event_source *src, uint64_t usec, void *userdata)
  * groups, as the kernel recorded them when the peer connected (peer.h). */
 static bool peer_allowed(struct control *c, int fd)
 {
-	struct da_peer p;
-	return da_peer_identify(fd, &p) == 0 && p.kind == DA_PEER_UNIX && da_peer_member(&p, fd, c->group);
+	struct dd_peer p;
+	return dd_peer_identify(fd, &p) == 0 && p.kind == DD_PEER_UNIX && dd_peer_member(&p, fd, c->group);
 }
 
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata)

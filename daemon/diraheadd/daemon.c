@@ -30,7 +30,7 @@
 #include "scan.h"
 #include "walk.h"
 
-static void bpf_config(const struct da_config *c, struct dirahead_bpf_config *b)
+static void bpf_config(const struct dd_config *c, struct dirahead_bpf_config *b)
 {
 	*b = (struct dirahead_bpf_config){
 		.enabled = c->enabled,
@@ -56,7 +56,7 @@ static void notify_status(struct daemon *d)
 static bool same_port(const char *a, const char *b)
 {
 	struct sockaddr_storage x, y;
-	if (da_parse_address(a, &x) < 0 || da_parse_address(b, &y) < 0)
+	if (dd_parse_address(a, &x) < 0 || dd_parse_address(b, &y) < 0)
 		return false; /* empty or unix: */
 	in_port_t px = x.ss_family == AF_INET ? ((struct sockaddr_in *)&x)->sin_port
 					      : ((struct sockaddr_in6 *)&x)->sin6_port;
@@ -98,12 +98,12 @@ static int switch_metrics(struct daemon *d, const char *addr, char *err, size_t 
 
 int daemon_reload(struct daemon *d, char *err, size_t errlen)
 {
-	struct da_config nc;
+	struct dd_config nc;
 	bool missing;
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono_us());
 
-	da_config_defaults(&nc);
-	int r = da_config_load(&nc, d->config_path, &missing, err, errlen);
+	dd_config_defaults(&nc);
+	int r = dd_config_load(&nc, d->config_path, &missing, err, errlen);
 	bool group_changed = false, addr_changed = false;
 	if (r == 0) {
 		nc.dry_run |= d->force_dry_run; /* command-line options outlive reloads */
@@ -147,14 +147,14 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 		bool arm_changed = nc.arm_always != d->cfg.arm_always || nc.enabled != d->cfg.enabled;
 		if (!nc.log_summary_s)
 			sd_event_source_set_enabled(d->summary_src, SD_EVENT_OFF);
-		da_config_free(&d->cfg);
+		dd_config_free(&d->cfg);
 		d->cfg = nc;
 		if (arm_changed)
 			arm_reconfigure(d->arm);
 		d->stats.reloads_ok++;
 		log_notice("configuration reloaded from %s%s", d->config_path, missing ? " (missing: defaults)" : "");
 	} else {
-		da_config_free(&nc);
+		dd_config_free(&nc);
 		d->stats.reloads_failed++;
 		log_err("reload failed, keeping the old configuration: %s", err);
 	}
@@ -187,7 +187,7 @@ static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 	char line[768];
-	bool moved = da_stats_summary(&d->stats, &d->summary_prev, line, sizeof(line)) > 0;
+	bool moved = dd_stats_summary(&d->stats, &d->summary_prev, line, sizeof(line)) > 0;
 	if (moved)
 		log_info("last %u s: %s; %u scans and %u walks running", d->cfg.log_summary_s, line,
 			 scan_mgr_active(d->mgr), scan_mgr_walks(d->mgr));
@@ -324,7 +324,7 @@ int daemon_start(struct daemon *d, bool verbose, char *err, size_t errlen)
 	sd_event_set_watchdog(d->loop, true);
 	log_notice("attached; %s engine%s, control socket %s%s%s", scan_mgr_backend(d->mgr),
 		   d->cfg.dry_run ? ", dry run" : "", d->cfg.socket_path,
-		   !d->cfg.metrics_address[0] ? "" : da_unix_address(d->cfg.metrics_address) ?
+		   !d->cfg.metrics_address[0] ? "" : dd_unix_address(d->cfg.metrics_address) ?
 		   ", metrics on " : ", metrics on http://", d->cfg.metrics_address);
 	sd_notify(0, "READY=1");
 	notify_status(d);
@@ -347,5 +347,5 @@ void daemon_stop(struct daemon *d)
 	detector_close(d->det);
 	events_free(d->events);
 	sd_event_unref(d->loop);
-	da_config_free(&d->cfg);
+	dd_config_free(&d->cfg);
 }

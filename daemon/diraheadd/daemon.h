@@ -20,7 +20,7 @@ struct events;
 
 struct daemon {
 	sd_event *loop;
-	struct da_config cfg;
+	struct dd_config cfg;
 	const char *config_path;
 	struct detector *det;
 	struct host *host;           /* the engine, openers, cost model and tick (host.h) */
@@ -31,9 +31,9 @@ struct daemon {
 	struct hooks *hooks;         /* stat timing, while scans probe (hooks.h) */
 	struct arm *arm;             /* arms the detector's syscall hooks on blocked calls (arm.h) */
 	struct httpd *http;          /* the metrics endpoint; NULL when [metrics] address is empty */
-	struct da_stats stats;
+	struct dd_stats stats;
 	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */
-	struct da_stats summary_prev;/* the counters at the last summary */
+	struct dd_stats summary_prev;/* the counters at the last summary */
 	unsigned last_active;        /* active scans at the last status line */
 	uint64_t last_notify;        /* CLOCK_MONOTONIC µs of the last status line */
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */

@@ -22,11 +22,11 @@ static void usage(FILE *f)
 		"Usage: diraheadd [OPTIONS]\n"
 		"Detects directory scans with BPF and prefetches the entries' attributes ahead of them.\n"
 		"\n"
-		"  -c, --config FILE       configuration file (default " DA_CONFIG_PATH ")\n"
+		"  -c, --config FILE       configuration file (default " DD_CONFIG_PATH ")\n"
 		"      --check-config [FILE]\n"
 		"                          validate the configuration file and exit (0 valid, 1 not)\n"
 		"  -n, --dry-run           detect and log scans, never prefetch\n"
-		"  -s, --socket PATH       control socket (default " DA_SOCKET_PATH ")\n"
+		"  -s, --socket PATH       control socket (default " DD_SOCKET_PATH ")\n"
 		"  -v, --verbose           log at debug level (and libbpf's messages)\n"
 		"  -V, --version           print the version and exit\n"
 		"  -h, --help              print this help and exit\n"
@@ -87,15 +87,15 @@ static int load_config(struct daemon *d, const struct args *a)
 {
 	char err[512];
 	bool missing = false;
-	da_config_defaults(&d->cfg);
-	if (da_config_load(&d->cfg, d->config_path, &missing, err, sizeof(err)) < 0) {
+	dd_config_defaults(&d->cfg);
+	if (dd_config_load(&d->cfg, d->config_path, &missing, err, sizeof(err)) < 0) {
 		fprintf(stderr, "diraheadd: %s\n", err);
-		da_config_free(&d->cfg);
+		dd_config_free(&d->cfg);
 		return 1;
 	}
 	if (a->check) {
 		printf("%s: %s\n", d->config_path, missing ? "missing, the built-in defaults apply" : "valid");
-		da_config_free(&d->cfg);
+		dd_config_free(&d->cfg);
 		return 0;
 	}
 	d->force_dry_run = a->dry;
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 	 * a fixed threshold such blocks are mapped and go back to the system when freed, where
 	 * glibc's sliding one would soon serve them from the heap and keep the peak for good. */
 	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-	struct args a = { .config_path = DA_CONFIG_PATH };
+	struct args a = { .config_path = DD_CONFIG_PATH };
 	int rc = parse_args(argc, argv, &a);
 	if (rc >= 0)
 		return rc;

@@ -23,7 +23,7 @@ enum gate_act {
 
 struct gate_verdict {
 	enum gate_act act;
-	enum da_skip_reason why;    /* GATE_SKIP's */
+	enum dd_skip_reason why;    /* GATE_SKIP's */
 	bool end_stale;             /* the process's scan of that directory is over for BPF (its END
 				     * lost or queued behind this): end it, whatever the verdict */
 };
@@ -39,11 +39,11 @@ struct gate_facts {
 };
 
 /* At the SCAN event: the comm and cgroup filters; a run by path goes to be resolved. */
-struct gate_verdict gate_event(const struct da_config *cfg, const struct dirahead_event *ev);
+struct gate_verdict gate_event(const struct dd_config *cfg, const struct dirahead_event *ev);
 /* Once its directory is known (ev names it): filesystem, size, breaker, duplicates, walks. */
-struct gate_verdict gate_dir(const struct da_config *cfg, const struct dirahead_event *ev,
+struct gate_verdict gate_dir(const struct dd_config *cfg, const struct dirahead_event *ev,
 			     const struct gate_facts *f);
 /* Once it is open: the [filter] path lists against where it really is. */
-struct gate_verdict gate_path(const struct da_config *cfg, const char *real_path);
+struct gate_verdict gate_path(const struct dd_config *cfg, const char *real_path);
 
 #endif

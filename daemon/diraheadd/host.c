@@ -37,7 +37,7 @@
 
 struct host {
 	sd_event *loop;
-	struct da_stats *st;
+	struct dd_stats *st;
 	struct dirahead_engine *engine;
 	sd_event_source *engine_src, *timer_src;
 	sd_event_source *poll_src;  /* drains events BPF queued without waking us (lazy wakeup) */
@@ -81,10 +81,10 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 	struct host_fs f;
 	assert(hd && hd->ops);
 	if (c->error)
-		h->st->errors[da_err_class_of(c->error)]++;
+		h->st->errors[dd_err_class_of(c->error)]++;
 	else
 		h->st->entries_prefetched++;
-	da_stats_latency(h->st, c->latency_ns);
+	dd_stats_latency(h->st, c->latency_ns);
 	h->completed_total++;
 	hd->ops->fs_of(c->dir_data, &f);
 	hd->ops->complete(c);
@@ -222,7 +222,7 @@ static int add_sources(struct host *h)
 	return 0;
 }
 
-struct host *host_new(sd_event *loop, const struct da_config *cfg, struct da_stats *st,
+struct host *host_new(sd_event *loop, const struct dd_config *cfg, struct dd_stats *st,
 		      char *err, size_t errlen)
 {
 	struct host *h = calloc(1, sizeof(*h));
@@ -277,7 +277,7 @@ void host_set_pump(struct host *h, void (*fn)(void *), void *ctx)
 	h->pump_ctx = ctx;
 }
 
-void host_reconfigure(struct host *h, const struct da_config *cfg)
+void host_reconfigure(struct host *h, const struct dd_config *cfg)
 {
 	policy_reconfigure(h->pol, cfg);
 }

@@ -52,7 +52,7 @@ struct host_client {
 	void *ctx;
 };
 
-struct host *host_new(sd_event *loop, const struct da_config *cfg, struct da_stats *st,
+struct host *host_new(sd_event *loop, const struct dd_config *cfg, struct dd_stats *st,
 		      char *err, size_t errlen);
 /* At most HOST_CLIENTS; before the loop runs. */
 #define HOST_CLIENTS 2
@@ -61,7 +61,7 @@ void host_add_client(struct host *h, const struct host_client *c);
 void host_set_pump(struct host *h, void (*fn)(void *), void *ctx);
 /* Something started or ended: the tick runs while a client is busy, and only then. */
 void host_update(struct host *h);
-void host_reconfigure(struct host *h, const struct da_config *cfg);
+void host_reconfigure(struct host *h, const struct dd_config *cfg);
 struct dirahead_engine *host_engine(struct host *h);
 struct opener *host_openers(struct host *h);
 struct policy *host_policy(struct host *h);

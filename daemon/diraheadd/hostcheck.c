@@ -29,7 +29,7 @@ static int parse_port(const char *s, unsigned *port)
 	return 0;
 }
 
-int da_host_parse(const char *s, struct da_host *h)
+int dd_host_parse(const char *s, struct dd_host *h)
 {
 	memset(h, 0, sizeof(*h));
 	if (s[0] == '[') {
@@ -57,11 +57,11 @@ int da_host_parse(const char *s, struct da_host *h)
 	return parse_port(s + n, &h->port);
 }
 
-bool da_host_allowed(const char *host, const struct sockaddr *local, const struct da_strlist *extra)
+bool dd_host_allowed(const char *host, const struct sockaddr *local, const struct dd_strlist *extra)
 {
 	const struct sockaddr_in *l4 = (const struct sockaddr_in *)local;
 	const struct sockaddr_in6 *l6 = (const struct sockaddr_in6 *)local;
-	struct da_host h, e;
+	struct dd_host h, e;
 	unsigned lport;
 
 	if (local->sa_family == AF_UNIX)
@@ -76,10 +76,10 @@ bool da_host_allowed(const char *host, const struct sockaddr *local, const struc
 		lport = ntohs(l6->sin6_port);
 	else
 		return false;
-	if (da_host_parse(host, &h) < 0)
+	if (dd_host_parse(host, &h) < 0)
 		return false;
 	for (int i = 0; extra && i < extra->n; i++)
-		if (da_host_parse(extra->v[i], &e) == 0 && e.ipv6 == h.ipv6 &&
+		if (dd_host_parse(extra->v[i], &e) == 0 && e.ipv6 == h.ipv6 &&
 		    !strcasecmp(e.name, h.name) && (e.port ? e.port : lport) == (h.port ? h.port : 80))
 			return true;
 	if ((h.port ? h.port : 80) != lport)

@@ -11,14 +11,14 @@
 
 /* A Host header value, uri-host [":" port] (RFC 9110 7.2), split up.  Names are limited to
  * letters, digits, '.', '-' and '_'; IPv6 literals are bracketed, without a zone. */
-struct da_host {
+struct dd_host {
 	char name[256];  /* as written, without the brackets of an IPv6 literal */
 	unsigned port;   /* 0: none given (or an empty one) */
 	bool ipv6;
 };
 
 /* 0, or -1 if `s` is no valid Host value. */
-int da_host_parse(const char *s, struct da_host *h);
+int dd_host_parse(const char *s, struct dd_host *h);
 
 /*
  * Whether a request with Host `host` (NULL: the request had none, as HTTP/1.0 allows: refused
@@ -29,6 +29,6 @@ int da_host_parse(const char *s, struct da_host *h);
  * when none is given).  Unix-socket connections are always answered: reaching them takes file
  * access, no browser can.
  */
-bool da_host_allowed(const char *host, const struct sockaddr *local, const struct da_strlist *extra);
+bool dd_host_allowed(const char *host, const struct sockaddr *local, const struct dd_strlist *extra);
 
 #endif

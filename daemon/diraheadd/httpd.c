@@ -50,7 +50,7 @@
 struct slot {
 	bool used, cut;
 	int fd;                     /* libmicrohttpd's from MHD_add_connection on */
-	struct da_peer peer;
+	struct dd_peer peer;
 	uint64_t since;             /* CLOCK_MONOTONIC at accept */
 };
 
@@ -110,22 +110,22 @@ static bool host_ok(struct httpd *h, struct MHD_Connection *conn)
 	socklen_t len = sizeof(ss);
 	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &len) < 0)
 		return false;
-	return da_host_allowed(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+	return dd_host_allowed(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
 			       (struct sockaddr *)&ss, &h->d->cfg.metrics_hosts);
 }
 
-static bool same_peer(const struct da_peer *a, const struct da_peer *b)
+static bool same_peer(const struct dd_peer *a, const struct dd_peer *b)
 {
-	if ((a->kind == DA_PEER_REMOTE) != (b->kind == DA_PEER_REMOTE))
+	if ((a->kind == DD_PEER_REMOTE) != (b->kind == DD_PEER_REMOTE))
 		return false;
-	return a->kind == DA_PEER_REMOTE ? !memcmp(a->addr, b->addr, sizeof(a->addr)) : a->uid == b->uid;
+	return a->kind == DD_PEER_REMOTE ? !memcmp(a->addr, b->addr, sizeof(a->addr)) : a->uid == b->uid;
 }
 
-/* Whether a new connection from p is taken: DA_HTTP_OK, or the limit that refuses it. */
-static enum da_http_result admit(const struct httpd *h, const struct da_peer *p)
+/* Whether a new connection from p is taken: DD_HTTP_OK, or the limit that refuses it. */
+static enum dd_http_result admit(const struct httpd *h, const struct dd_peer *p)
 {
 	unsigned mine = 0, total = 0;
-	bool root = p->kind != DA_PEER_REMOTE && p->uid == 0;
+	bool root = p->kind != DD_PEER_REMOTE && p->uid == 0;
 	for (unsigned i = 0; i < CONN_TOTAL; i++) {
 		if (!h->slots[i].used)
 			continue;
@@ -133,23 +133,23 @@ static enum da_http_result admit(const struct httpd *h, const struct da_peer *p)
 		mine += same_peer(&h->slots[i].peer, p);
 	}
 	if (mine >= CONN_PER_PEER)
-		return DA_HTTP_PEER_LIMIT;
+		return DD_HTTP_PEER_LIMIT;
 	if (total >= CONN_TOTAL - (root ? 0 : CONN_RESERVE))
-		return DA_HTTP_TOTAL_LIMIT;
-	return DA_HTTP_OK;
+		return DD_HTTP_TOTAL_LIMIT;
+	return DD_HTTP_OK;
 }
 
 /* [metrics] access: everyone, or root and the [control] group (looked up now: a reload or a
  * change of the group applies to the next request, kept-alive connections too). */
 static bool access_ok(struct httpd *h, struct MHD_Connection *conn)
 {
-	const struct da_config *cfg = &h->d->cfg;
-	if (cfg->metrics_access == DA_METRICS_ALL)
+	const struct dd_config *cfg = &h->d->cfg;
+	if (cfg->metrics_access == DD_METRICS_ALL)
 		return true;
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	const struct slot *sl = ci ? ci->socket_context : NULL;
 	const struct group *g = cfg->socket_group[0] ? getgrnam(cfg->socket_group) : NULL;
-	return sl && da_peer_member(&sl->peer, sl->fd, g ? g->gr_gid : (gid_t)-1);
+	return sl && dd_peer_member(&sl->peer, sl->fd, g ? g->gr_gid : (gid_t)-1);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -158,7 +158,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 {
 	struct httpd *h = cls;
 	struct MHD_Response *resp;
-	enum da_http_result result = DA_HTTP_OK;
+	enum dd_http_result result = DD_HTTP_OK;
 	unsigned status = MHD_HTTP_OK;
 	const char *plain = "text/plain; charset=utf-8";
 	(void)version;
@@ -168,17 +168,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 
 	if (!access_ok(h, conn)) {
 		/* First: someone not let in learns nothing, not even which paths exist. */
-		result = DA_HTTP_FORBIDDEN;
+		result = DD_HTTP_FORBIDDEN;
 		status = MHD_HTTP_FORBIDDEN;
 		resp = text_response(strdup("dirahead: root and the [control] group only (see access in dirahead.conf(5))\n"), plain);
 	} else if (!host_ok(h, conn)) {
 		/* DNS rebinding: a browser sent here under another name.  Checked before the path, so
 		 * that such a page learns nothing, not even which paths exist. */
-		result = DA_HTTP_BAD_HOST;
+		result = DD_HTTP_BAD_HOST;
 		status = MHD_HTTP_FORBIDDEN;
 		resp = text_response(strdup("dirahead: Host not allowed (see allowed_hosts in dirahead.conf(5))\n"), plain);
 	} else if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		result = DA_HTTP_BAD_METHOD;
+		result = DD_HTTP_BAD_METHOD;
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
 		resp = text_response(strdup("only GET\n"), plain);
 	} else if (!strcmp(url, "/metrics")) {
@@ -190,7 +190,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	} else if (!strcmp(url, "/")) {
 		resp = text_response(strdup("dirahead: metrics at /metrics\n"), plain);
 	} else {
-		result = DA_HTTP_NOT_FOUND;
+		result = DD_HTTP_NOT_FOUND;
 		status = MHD_HTTP_NOT_FOUND;
 		resp = text_response(strdup("not found\n"), plain);
 	}
@@ -230,7 +230,7 @@ static uint64_t cut_old(struct httpd *h)
 		if (now - sl->since >= CONN_LIFETIME_USEC) {
 			shutdown(sl->fd, SHUT_RDWR);
 			sl->cut = true;
-			h->d->stats.http_requests[DA_HTTP_TOO_SLOW]++;
+			h->d->stats.http_requests[DD_HTTP_TOO_SLOW]++;
 		} else if (!next || sl->since + CONN_LIFETIME_USEC < next) {
 			next = sl->since + CONN_LIFETIME_USEC;
 		}
@@ -276,19 +276,19 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 /* One accepted connection: counted and closed if a limit refuses it, else libmicrohttpd's. */
 static void take(struct httpd *h, int fd, const struct sockaddr_storage *ss, socklen_t len)
 {
-	struct da_peer p;
+	struct dd_peer p;
 	struct slot *sl = NULL;
-	if (da_peer_identify(fd, &p) < 0) { /* gone already */
+	if (dd_peer_identify(fd, &p) < 0) { /* gone already */
 		close(fd);
 		return;
 	}
-	if (p.kind == DA_PEER_REMOTE && p.diag_errno != ENOENT && !h->diag_warned) {
+	if (p.kind == DD_PEER_REMOTE && p.diag_errno != ENOENT && !h->diag_warned) {
 		h->diag_warned = true; /* then every local TCP peer counts as one: say why, once */
 		log_warn("metrics: cannot tell which user a TCP connection comes from (sock_diag: %s)",
 			 strerror(p.diag_errno));
 	}
-	enum da_http_result r = admit(h, &p);
-	if (r != DA_HTTP_OK) {
+	enum dd_http_result r = admit(h, &p);
+	if (r != DD_HTTP_OK) {
 		h->d->stats.http_requests[r]++;
 		close(fd);
 		return;
@@ -395,13 +395,13 @@ static int unix_listen(struct httpd *h, const char *path, char *err, size_t errl
 struct httpd *httpd_new(struct daemon *d, const char *address, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
-	const char *upath = da_unix_address(address);
+	const char *upath = dd_unix_address(address);
 	struct httpd *h;
 	if (errlen)
 		err[0] = '\0';
 	if (!address[0])
 		return NULL;
-	if (!upath && da_parse_address(address, &ss) < 0) {
+	if (!upath && dd_parse_address(address, &ss) < 0) {
 		snprintf(err, errlen, "'%s' is not ADDRESS:PORT (e.g. 127.0.0.1:9567 or [::1]:9567) or unix:/PATH", address);
 		return NULL;
 	}

@@ -55,7 +55,7 @@ enum judge_act {
 	JUDGE_WAIT,       /* no verdict yet: go on as now */
 	JUDGE_PROBE,      /* (start rule) time the program's stats first: judge_probe */
 	JUDGE_START,      /* prefetch */
-	JUDGE_FAST,       /* its stats are fast already: leave it alone (DA_SKIP_FAST) */
+	JUDGE_FAST,       /* its stats are fast already: leave it alone (DD_SKIP_FAST) */
 	JUDGE_NO_GAIN,    /* prefetch does not pay (there, or for this scan) */
 	JUDGE_DECIDE,     /* (probe) the stretch is judged: judge_after_probe, unless a walk has it */
 };

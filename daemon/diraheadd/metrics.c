@@ -27,7 +27,7 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
 
 struct fs_ctx {
 	FILE *f;
-	const struct da_fs_row *r;
+	const struct dd_fs_row *r;
 };
 
 /* Row r's samples of one remembered filesystem; labels device ("MAJOR:MINOR", as
@@ -35,15 +35,15 @@ struct fs_ctx {
 static void fs_line(const struct pol_fs *fs, void *ctx)
 {
 	struct fs_ctx *c = ctx;
-	const struct da_fs_row *r = c->r;
+	const struct dd_fs_row *r = c->r;
 	const char *type = fsmagic_name(fs->magic);
 	char lab[96];
 	snprintf(lab, sizeof(lab), "device=\"%u:%u\",fstype=\"%s\"", fs->dev_major, fs->dev_minor,
 		 type ? type : "unknown");
-	for (int i = 0; i < DA_STAT_PARTS_MAX && r->field[i].json; i++) {
-		const struct da_fs_field *fd = &r->field[i];
+	for (int i = 0; i < DD_STAT_PARTS_MAX && r->field[i].json; i++) {
+		const struct dd_fs_field *fd = &r->field[i];
 		const void *at = (const char *)fs + fd->off;
-		if (r->kind == DA_FS_VERDICT) {
+		if (r->kind == DD_FS_VERDICT) {
 			for (int v = 0; v < POL_VERDICT_MAX; v++)
 				fprintf(c->f, "%s{%s,%s=\"%s\"} %d\n", r->metric, lab, r->label,
 					pol_verdict_names[v], *(const enum pol_verdict *)at == (enum pol_verdict)v);
@@ -52,9 +52,9 @@ static void fs_line(const struct pol_fs *fs, void *ctx)
 		fprintf(c->f, "%s{%s", r->metric, lab);
 		if (fd->label)
 			fprintf(c->f, ",%s=\"%s\"", r->label, fd->label);
-		if (r->kind == DA_FS_UINT)
+		if (r->kind == DD_FS_UINT)
 			fprintf(c->f, "} %u\n", *(const unsigned *)at);
-		else if (r->kind == DA_FS_U64)
+		else if (r->kind == DD_FS_U64)
 			fprintf(c->f, "} %llu\n", (unsigned long long)*(const uint64_t *)at);
 		else
 			fprintf(c->f, "} %.9f\n", *(const double *)at / 1e9);
@@ -80,16 +80,16 @@ static void build_info(FILE *f, struct daemon *d)
 		scan_mgr_backend(d->mgr));
 }
 
-static void prefetch_latency(FILE *f, const struct da_stats *s)
+static void prefetch_latency(FILE *f, const struct dd_stats *s)
 {
 	unsigned long long cum = 0;
 	head(f, "dirahead_prefetch_latency_seconds", "histogram",
 	     "Time from submitting a prefetch request to its completion.");
-	for (int i = 0; i < DA_LAT_BUCKETS; i++) {
+	for (int i = 0; i < DD_LAT_BUCKETS; i++) {
 		cum += s->lat_bucket[i];
-		fprintf(f, "dirahead_prefetch_latency_seconds_bucket{le=\"%g\"} %llu\n", da_latency_bounds[i], cum);
+		fprintf(f, "dirahead_prefetch_latency_seconds_bucket{le=\"%g\"} %llu\n", dd_latency_bounds[i], cum);
 	}
-	cum += s->lat_bucket[DA_LAT_BUCKETS];
+	cum += s->lat_bucket[DD_LAT_BUCKETS];
 	fprintf(f, "dirahead_prefetch_latency_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
 	fprintf(f, "dirahead_prefetch_latency_seconds_sum %.9f\n", s->lat_sum_s);
 	fprintf(f, "dirahead_prefetch_latency_seconds_count %llu\n", cum);
@@ -143,8 +143,8 @@ static void filesystems(FILE *f, struct daemon *d)
 {
 	unsigned nfs = 0;
 	policy_foreach(scan_mgr_policy(d->mgr), count_fs, &nfs);
-	for (size_t i = 0; i < da_fs_nrows && nfs; i++) { /* no family without samples */
-		struct fs_ctx c = { f, &da_fs_rows[i] };
+	for (size_t i = 0; i < dd_fs_nrows && nfs; i++) { /* no family without samples */
+		struct fs_ctx c = { f, &dd_fs_rows[i] };
 		if (!c.r->metric)
 			continue;
 		head(f, c.r->metric, c.r->type, c.r->help);
@@ -185,70 +185,70 @@ static void programs(FILE *f, struct daemon *d)
 			(double)ps[i].run_time_ns / 1e9);
 }
 
-static void hook(FILE *f, struct daemon *d, const struct da_stats_view *v, enum da_stat_hook h)
+static void hook(FILE *f, struct daemon *d, const struct dd_stats_view *v, enum dd_stat_hook h)
 {
 	switch (h) {
-	case DA_STAT_HOOK_BUILD_INFO:
+	case DD_STAT_HOOK_BUILD_INFO:
 		build_info(f, d);
 		break;
-	case DA_STAT_HOOK_PREFETCH_LATENCY:
+	case DD_STAT_HOOK_PREFETCH_LATENCY:
 		prefetch_latency(f, &v->s);
 		break;
-	case DA_STAT_HOOK_APP_LATENCY:
+	case DD_STAT_HOOK_APP_LATENCY:
 		app_latency(f, d);
 		break;
-	case DA_STAT_HOOK_ARM:
+	case DD_STAT_HOOK_ARM:
 		arming(f, d);
 		break;
-	case DA_STAT_HOOK_FILESYSTEMS:
+	case DD_STAT_HOOK_FILESYSTEMS:
 		filesystems(f, d);
 		break;
-	case DA_STAT_HOOK_PROGRAMS:
+	case DD_STAT_HOOK_PROGRAMS:
 		programs(f, d);
 		break;
 	}
 }
 
 /* One value of a family: "NAME{LABEL="VALUE"} N" (no label: "NAME N"). */
-static void sample(FILE *f, const struct da_stat_row *r, const char *lab, const struct da_stats_view *v,
+static void sample(FILE *f, const struct dd_stat_row *r, const char *lab, const struct dd_stats_view *v,
 		   size_t off)
 {
 	fputs(r->metric, f);
 	if (lab)
 		fprintf(f, "{%s=\"%s\"}", r->label, lab);
 	if (r->f64)
-		fprintf(f, " %.9f\n", da_stat_f64(v, off));
+		fprintf(f, " %.9f\n", dd_stat_f64(v, off));
 	else
-		fprintf(f, " %llu\n", (unsigned long long)da_stat_u64(v, off));
+		fprintf(f, " %llu\n", (unsigned long long)dd_stat_u64(v, off));
 }
 
 /* One row of the statistics table (stats.h) as its metric family. */
-static void row(FILE *f, struct daemon *d, const struct da_stat_row *r, const struct da_stats_view *v)
+static void row(FILE *f, struct daemon *d, const struct dd_stat_row *r, const struct dd_stats_view *v)
 {
 	uint64_t n;
-	if (r->shape == DA_STAT_HOOK) {
+	if (r->shape == DD_STAT_HOOK) {
 		hook(f, d, v, r->hook);
 		return;
 	}
 	if (!r->metric)
 		return; /* in the JSON only */
-	assert(r->type && r->help && (r->shape == DA_STAT_VALUE || r->label));
+	assert(r->type && r->help && (r->shape == DD_STAT_VALUE || r->label));
 	head(f, r->metric, r->type, r->help);
 	switch (r->shape) {
-	case DA_STAT_VALUE:
+	case DD_STAT_VALUE:
 		sample(f, r, NULL, v, r->off);
 		break;
-	case DA_STAT_REASONS:
+	case DD_STAT_REASONS:
 		for (int i = 0; i < r->n; i++)
-			if (da_stat_reason_metric(r, v, i, &n))
+			if (dd_stat_reason_metric(r, v, i, &n))
 				fprintf(f, "%s{%s=\"%s\"} %llu\n", r->metric, r->label, r->names[i],
 					(unsigned long long)n);
 		break;
-	case DA_STAT_PARTS:
-		for (int i = 0; i < DA_STAT_PARTS_MAX && r->part[i].label; i++)
+	case DD_STAT_PARTS:
+		for (int i = 0; i < DD_STAT_PARTS_MAX && r->part[i].label; i++)
 			sample(f, r, r->part[i].label, v, r->part[i].off);
 		break;
-	case DA_STAT_HOOK:
+	case DD_STAT_HOOK:
 		break;
 	}
 }
@@ -257,13 +257,13 @@ char *metrics_text(struct daemon *d)
 {
 	char *out = NULL;
 	size_t len = 0;
-	struct da_stats_view v;
+	struct dd_stats_view v;
 	FILE *f = open_memstream(&out, &len);
 	if (!f)
 		return NULL;
 	statsview_read(d, &v);
-	for (size_t i = 0; i < da_stat_nrows; i++)
-		row(f, d, &da_stat_rows[i], &v);
+	for (size_t i = 0; i < dd_stat_nrows; i++)
+		row(f, d, &dd_stat_rows[i], &v);
 	if (fclose(f) != 0) {
 		free(out);
 		return NULL;

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-bool da_peer_in_group(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups, gid_t group)
+bool dd_peer_in_group(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups, gid_t group)
 {
 	if (uid == 0)
 		return true;
@@ -70,23 +70,23 @@ static ssize_t user_groups(uid_t uid, gid_t *gid, gid_t *small, size_t nsmall, g
 	return n;
 }
 
-bool da_peer_member(const struct da_peer *p, int fd, gid_t group)
+bool dd_peer_member(const struct dd_peer *p, int fd, gid_t group)
 {
 	gid_t small[64], *groups = small, gid = (gid_t)-1;
 	ssize_t n = 0;
 	bool ok;
-	if (p->kind == DA_PEER_REMOTE)
+	if (p->kind == DD_PEER_REMOTE)
 		return false;
 	if (p->uid == 0 || group == (gid_t)-1)
 		return p->uid == 0;
-	if (p->kind == DA_PEER_UNIX) {
+	if (p->kind == DD_PEER_UNIX) {
 		gid = p->gid;
 		n = sock_groups(fd, small, 64, &groups);
 	} else {
 		n = user_groups(p->uid, &gid, small, 64, &groups);
 	}
 	/* groups unknown: the primary gid alone (a unix peer's is known; an unknown user has none) */
-	ok = da_peer_in_group(p->uid, gid, groups, n > 0 ? (size_t)n : 0, group);
+	ok = dd_peer_in_group(p->uid, gid, groups, n > 0 ? (size_t)n : 0, group);
 	if (groups != small)
 		free(groups);
 	return ok;
@@ -110,7 +110,7 @@ static uint16_t inet_port(const struct sockaddr *sa) /* network order */
  * and its owner is the uid that made it (it cannot be given to another uid without CAP_CHOWN).
  * Only sockets of this network namespace are found: a client elsewhere is not "here".
  */
-int da_peer_tcp_owner(const struct sockaddr *peer, const struct sockaddr *local, uid_t *uid)
+int dd_peer_tcp_owner(const struct sockaddr *peer, const struct sockaddr *local, uid_t *uid)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -165,7 +165,7 @@ int da_peer_tcp_owner(const struct sockaddr *peer, const struct sockaddr *local,
 	return -1;
 }
 
-int da_peer_identify(int fd, struct da_peer *p)
+int dd_peer_identify(int fd, struct dd_peer *p)
 {
 	struct sockaddr_storage peer, local;
 	socklen_t plen = sizeof(peer), llen = sizeof(local);
@@ -177,21 +177,21 @@ int da_peer_identify(int fd, struct da_peer *p)
 		socklen_t len = sizeof(cr);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
 			return -1;
-		p->kind = DA_PEER_UNIX;
+		p->kind = DD_PEER_UNIX;
 		p->uid = cr.uid;
 		p->gid = cr.gid;
 		return 0;
 	}
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
 		return -1;
-	if (da_peer_tcp_owner((struct sockaddr *)&peer, (struct sockaddr *)&local, &p->uid) == 0) {
-		p->kind = DA_PEER_LOCAL;
+	if (dd_peer_tcp_owner((struct sockaddr *)&peer, (struct sockaddr *)&local, &p->uid) == 0) {
+		p->kind = DD_PEER_LOCAL;
 		return 0;
 	}
 	/* Not found: a client elsewhere, or one that is gone already.  IPv4 as ::ffff:a.b.c.d, so
 	 * that it is never an IPv6 /64.  The loopback ranges are this machine's: peers there that
 	 * are not found (the socket diagnostics unavailable) share one key, not one per address. */
-	p->kind = DA_PEER_REMOTE;
+	p->kind = DD_PEER_REMOTE;
 	p->diag_errno = errno;
 	if (peer.ss_family == AF_INET) {
 		const unsigned char *a = (const unsigned char *)&((struct sockaddr_in *)&peer)->sin_addr;

@@ -34,7 +34,7 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
 #define HUNG_DETECT_NS (2ull * 1000000000ull)
 
 struct policy {
-	struct da_config cfg; /* shallow copy: only scalars are read */
+	struct dd_config cfg; /* shallow copy: only scalars are read */
 	struct pol_fs *fs;    /* array of cap, n used */
 	unsigned n, cap;
 	double cost_ns;       /* EWMA of CPU per prefetched entry, all filesystems; 0: unmeasured */
@@ -45,7 +45,7 @@ static double ewma(double old, double x, double alpha)
 	return old > 0 ? old + alpha * (x - old) : x;
 }
 
-struct policy *policy_new(const struct da_config *cfg)
+struct policy *policy_new(const struct dd_config *cfg)
 {
 	struct policy *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -68,7 +68,7 @@ void policy_free(struct policy *p)
 	free(p);
 }
 
-void policy_reconfigure(struct policy *p, const struct da_config *cfg)
+void policy_reconfigure(struct policy *p, const struct dd_config *cfg)
 {
 	unsigned cap = cfg->max_filesystems ? cfg->max_filesystems : 1;
 	if (cap != p->cap) {

@@ -88,10 +88,10 @@ struct pol_fs {
 
 struct policy;
 
-struct policy *policy_new(const struct da_config *cfg);
+struct policy *policy_new(const struct dd_config *cfg);
 void policy_free(struct policy *p);
 /* The config changed: knobs apply from now; what was learned stays. */
-void policy_reconfigure(struct policy *p, const struct da_config *cfg);
+void policy_reconfigure(struct policy *p, const struct dd_config *cfg);
 bool policy_enabled(const struct policy *p);
 
 void pol_sample_of(struct pol_sample *s, const struct dirahead_event *ev);

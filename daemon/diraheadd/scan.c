@@ -65,7 +65,7 @@ struct scan {
 	char path[DIRAHEAD_PATH_LEN];
 	enum dirahead_order order;
 	struct dirahead_dir *dir;   /* while prefetching */
-	enum da_end_reason end_reason; /* in an ENDED state */
+	enum dd_end_reason end_reason; /* in an ENDED state */
 	uint64_t stats_seen;        /* the application's stat count at the last event */
 	uint64_t app_pos;           /* entries of our order the application has reached */
 	uint64_t window, limit;
@@ -79,9 +79,9 @@ struct scan {
 };
 
 struct scan_mgr {
-	struct da_config cfg;       /* shallow copy: lists and strings stay owned by the caller */
+	struct dd_config cfg;       /* shallow copy: lists and strings stay owned by the caller */
 	struct detector *det;
-	struct da_stats *st;
+	struct dd_stats *st;
 	struct host *host;          /* the engine, the openers, the cost model (host.h) */
 	struct dirahead_engine *engine;
 	struct opener *openers;     /* for scans and walks (opener.h) */
@@ -190,7 +190,7 @@ static void free_scan(struct scan *s)
 	update_timer(m);
 }
 
-static void log_end(struct scan *s, enum da_end_reason why)
+static void log_end(struct scan *s, enum dd_end_reason why)
 {
 	char f_pid[32], f_comm[48], f_dir[DIRAHEAD_PATH_LEN + 16], f_n[48], f_out[64];
 	const char *fields[] = { f_pid, f_comm, f_dir, f_n, f_out, NULL };
@@ -198,11 +198,11 @@ static void log_end(struct scan *s, enum da_end_reason why)
 	snprintf(f_comm, sizeof(f_comm), "DIRAHEAD_COMM=%s", s->comm);
 	snprintf(f_dir, sizeof(f_dir), "DIRAHEAD_DIR=%s", s->path);
 	snprintf(f_n, sizeof(f_n), "DIRAHEAD_ENTRIES=%llu", (unsigned long long)s->completed);
-	snprintf(f_out, sizeof(f_out), "DIRAHEAD_OUTCOME=%s", da_end_reason_names[why]);
+	snprintf(f_out, sizeof(f_out), "DIRAHEAD_OUTCOME=%s", dd_end_reason_names[why]);
 	log_fields(LOG_DEBUG, fields,
 		   "scan end: pid %u (%s) %s: %s, %llu prefetched, %llu errors, %llu hits, %llu misses, "
 		   "%.3f s",
-		   s->tgid, s->comm, s->path, da_end_reason_names[why],
+		   s->tgid, s->comm, s->path, dd_end_reason_names[why],
 		   (unsigned long long)s->completed, (unsigned long long)s->failed,
 		   (unsigned long long)s->hits, (unsigned long long)s->misses,
 		   (double)(mono_ns() - s->start_ns) / 1e9);
@@ -210,7 +210,7 @@ static void log_end(struct scan *s, enum da_end_reason why)
 
 /* Ends a scan: counts it, tells the detector to stop reporting it, and frees it once the engine
  * has let go of the directory (cancel calls back with ECANCELED, maybe right away). */
-static void end_scan(struct scan *s, enum da_end_reason why)
+static void end_scan(struct scan *s, enum dd_end_reason why)
 {
 	struct scan_mgr *m = s->mgr;
 	if (scan_ended(s))
@@ -218,7 +218,7 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	if (s->life == SCAN_PROBING) { /* never started: not a scan that ended */
 		if (!s->bpf_gone)
 			detector_scan_forget(m->det, s->id);
-		m->st->skips[DA_SKIP_PROBE_ENDED]++;
+		m->st->skips[DD_SKIP_PROBE_ENDED]++;
 		free_scan(s);
 		return;
 	}
@@ -227,7 +227,7 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	log_end(s, why);
 	uint64_t used = s->hits + s->late, ok = s->completed - s->failed;
 	m->st->entries_wasted += ok > used ? ok - used : 0;
-	if (why == DA_END_NO_GAIN) {
+	if (why == DD_END_NO_GAIN) {
 		/* the rest of this walk on this filesystem is not worth watching either */
 		detector_scan_mute(m->det, s->id, s->tgid, s->bdev_major, s->bdev_minor,
 				   policy_mute_ms(m->pol));
@@ -250,14 +250,14 @@ static void end_scan(struct scan *s, enum da_end_reason why)
 	}
 }
 
-static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_skip_reason why)
+static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why)
 {
-	if (why == DA_SKIP_DRY_RUN)
+	if (why == DD_SKIP_DRY_RUN)
 		log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, ev->comm, ev->path);
 	m->st->skips[why]++;
 	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
-		  da_skip_reason_names[why]);
-	if (why == DA_SKIP_FAST || why == DA_SKIP_FS_NO_GAIN) {
+		  dd_skip_reason_names[why]);
+	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		/* a run by path is muted as runs by path (BPF does not know their filesystem) */
 		bool by_path = (ev->flags & DIRAHEAD_EVF_UNLISTED) &&
@@ -270,13 +270,13 @@ static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum da_sk
 		if (!(ev->flags & DIRAHEAD_EVF_UNLISTED))
 			walk_mgr_candidate(m->walks, ev);
 		update_timer(m);
-	} else if (why != DA_SKIP_DRY_RUN) {
+	} else if (why != DD_SKIP_DRY_RUN) {
 		detector_scan_forget(m->det, ev->scan_id);
 	}
 }
 
 /* A probing scan is over without prefetch: the probe said no, or the program was done first. */
-static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum da_skip_reason why)
+static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum dd_skip_reason why)
 {
 	if (ev)
 		skip(s->mgr, ev, why);
@@ -295,7 +295,7 @@ static uint32_t progress_step(const struct scan *s)
 
 /* A scan that never got going (its directory could not be opened, was filtered out or refused
  * by the engine): undo what on_scan_event() counted and let the detector forget it. */
-static void drop_opening(struct scan *s, enum da_skip_reason why)
+static void drop_opening(struct scan *s, enum dd_skip_reason why)
 {
 	struct scan_mgr *m = s->mgr;
 	assert(s->life == SCAN_OPENING && m->active > 0);
@@ -330,15 +330,15 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	for (struct scan *o = m->scans; o; o = o->next)
 		per_proc += o->tgid == s->tgid && counts_active(o);
 	if (m->active >= m->cfg.max_scans || per_proc >= m->cfg.max_scans_per_process)
-		return DA_SKIP_BUSY;
+		return DD_SKIP_BUSY;
 	if (!user_room(m, ev->cred_euid, ev->cgroup_id))
-		return DA_SKIP_USER_BUSY;
+		return DD_SKIP_USER_BUSY;
 	/* all of the program's credentials, or no prefetch */
 	if (procdir_cred(ev, &s->cred) < 0)
-		return DA_SKIP_CRED;
+		return DD_SKIP_CRED;
 	struct start_job *job = start_job_new(START_DIR, m, s->id, ev, opened);
 	if (!job)
-		return DA_SKIP_ENGINE;
+		return DD_SKIP_ENGINE;
 	job->learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT;
 	/* the directory as the daemon knows it: a run by path's events name it by a hash */
 	job->ev.dev_major = s->dev_major;
@@ -443,14 +443,14 @@ static int start_resolving(struct scan_mgr *m, const struct dirahead_event *ev)
 	for (struct pending *p = m->pending; p; p = p->next)
 		n++;
 	if (n >= PENDING_MAX)
-		return DA_SKIP_BUSY;
+		return DD_SKIP_BUSY;
 	/* its filesystem is not known before it is resolved: the breaker of a run by path is its
 	 * user's (a resolve of theirs hangs: the next one likely would too) */
 	if (opener_stuck_on(m->openers, 0, 0, ev->cred_euid))
-		return DA_SKIP_FS_HUNG;
+		return DD_SKIP_FS_HUNG;
 	struct pending *p = calloc(1, sizeof(*p));
 	struct start_job *job = start_job_new(START_RESOLVE, m, ev->scan_id, ev, opened);
-	int why = p && job ? 0 : DA_SKIP_ENGINE;
+	int why = p && job ? 0 : DD_SKIP_ENGINE;
 	if (!why) {
 		p->ev = *ev;
 		job->learn = m->cfg.order == DIRAHEAD_ORDER_DEFAULT;
@@ -485,7 +485,7 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	} else if (v.act == GATE_RESOLVE) {
 		int why = start_resolving(m, ev);
 		if (why)
-			skip(m, ev, (enum da_skip_reason)why);
+			skip(m, ev, (enum dd_skip_reason)why);
 	} else {
 		admit(m, ev, ev->dev_major, ev->dev_minor, ev->ino, -1, DIRAHEAD_ORDER_READDIR);
 	}
@@ -587,7 +587,7 @@ static int start_probing(struct scan *s, const struct dirahead_event *ev, bool t
 		want_timing(s);
 	/* hear from BPF again once probe_stats more stats were made */
 	if (detector_scan_step(m->det, s->id, policy_probe_stats(m->pol)) < 0)
-		return DA_SKIP_ENGINE;
+		return DD_SKIP_ENGINE;
 	log_debug("scan probing: pid %u (%s) %s (%llu confirming stats, %.1f us apart)", s->tgid,
 		  s->comm, s->path, (unsigned long long)ev->stats, s->j.before.gap_ns / 1e3);
 	return 0;
@@ -605,9 +605,9 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		assert(dup);
 		dup->bpf_gone = true;
 		if (dup->life == SCAN_PROBING)
-			drop_probing(dup, NULL, DA_SKIP_PROBE_ENDED);
+			drop_probing(dup, NULL, DD_SKIP_PROBE_ENDED);
 		else
-			end_scan(dup, DA_END_COMPLETED);
+			end_scan(dup, DD_END_COMPLETED);
 	}
 	if (v.act == GATE_SKIP) {
 		skip(m, ev, v.why);
@@ -622,12 +622,12 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	struct judge j = { 0 };
 	struct judge_verdict jv = judge_start(&j, &w, ev);
 	if (jv.act == JUDGE_FAST || jv.act == JUDGE_NO_GAIN) {
-		skip(m, ev, jv.act == JUDGE_FAST ? DA_SKIP_FAST : DA_SKIP_FS_NO_GAIN);
+		skip(m, ev, jv.act == JUDGE_FAST ? DD_SKIP_FAST : DD_SKIP_FS_NO_GAIN);
 		return;
 	}
 	struct scan *s = new_scan(m, ev, &ask, pre_fd, pre_order);
 	if (!s) {
-		skip(m, ev, DA_SKIP_ENGINE);
+		skip(m, ev, DD_SKIP_ENGINE);
 		return;
 	}
 	s->j = j;
@@ -636,7 +636,7 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		*pre_fd = s->pre_fd; /* not taken */
 		s->pre_fd = -1;
 		discard(s);
-		skip(m, ev, (enum da_skip_reason)why);
+		skip(m, ev, (enum dd_skip_reason)why);
 		return;
 	}
 	s->next = m->scans;
@@ -659,7 +659,7 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	}
 	assert(v.act == JUDGE_DECIDE);
 	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor)) {
-		drop_probing(s, ev, DA_SKIP_WALKED);
+		drop_probing(s, ev, DD_SKIP_WALKED);
 		return;
 	}
 	struct pol_sample now;
@@ -667,22 +667,22 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	w.now_ns = mono_ns();
 	v = judge_after_probe(&s->j, &w, &cost, now.lat_n - s->j.at_scan.lat_n);
 	if (v.act == JUDGE_FAST) {
-		drop_probing(s, ev, DA_SKIP_FAST);
+		drop_probing(s, ev, DD_SKIP_FAST);
 		return;
 	}
 	int why = start_opening(s, ev);
 	if (why)
-		drop_probing(s, ev, (enum da_skip_reason)why);
+		drop_probing(s, ev, (enum dd_skip_reason)why);
 }
 
 /* Why an opener's directory is not prefetched: what it found was another directory (for a run
  * by path, resolve: one without the file the program stat'ed), a cwd outside the program's
  * root, or it could not open it. */
-static enum da_skip_reason open_skip(int err, bool resolve)
+static enum dd_skip_reason open_skip(int err, bool resolve)
 {
 	if (err == -ESTALE)
-		return resolve ? DA_SKIP_PATH_MISMATCH : DA_SKIP_MISMATCH;
-	return err == -EXDEV ? DA_SKIP_OUTSIDE_ROOT : DA_SKIP_OPEN_FAILED;
+		return resolve ? DD_SKIP_PATH_MISMATCH : DD_SKIP_MISMATCH;
+	return err == -EXDEV ? DD_SKIP_OUTSIDE_ROOT : DD_SKIP_OPEN_FAILED;
 }
 
 /* The directory of a run of stats by path is known (or could not be opened): admit it. */
@@ -707,7 +707,7 @@ static void on_resolved(struct scan_mgr *m, const struct start_job *r, int fd)
 		log_debug("scan of %.256s by pid %u: %s", ev.path, ev.tgid,
 			  p->ended ? "done before its directory was found" : strerror(-fd));
 		if (p->ended)
-			m->st->skips[DA_SKIP_PROBE_ENDED]++;
+			m->st->skips[DD_SKIP_PROBE_ENDED]++;
 		else
 			skip(m, &ev, open_skip(fd, true));
 		free(p);
@@ -787,7 +787,7 @@ static void opened(struct start_job *job)
 	s->dir = dirahead_dir_submit(m->engine, fd, &o);
 	close(fd);
 	if (!s->dir) {
-		drop_opening(s, DA_SKIP_ENGINE);
+		drop_opening(s, DD_SKIP_ENGINE);
 		return;
 	}
 	s->life = SCAN_PREFETCHING;
@@ -900,7 +900,7 @@ static struct progress served(const struct scan *s, const struct dirahead_event 
 /* The program's stats since the last event, counted as hits, late or misses. */
 static void count_served(struct scan *s, const struct progress *p, uint64_t delta)
 {
-	struct da_stats *st = s->mgr->st;
+	struct dd_stats *st = s->mgr->st;
 	if (p->pos > s->app_pos)
 		s->app_pos = p->pos;
 	if (s->j.control == JUDGE_CTL_MEASURE ||
@@ -928,11 +928,11 @@ static void stop_or_grow(struct scan *s, const struct progress *p)
 	struct scan_mgr *m = s->mgr;
 	uint64_t judged = s->hits + s->misses;
 	if (s->hits > m->cfg.stop_min_hits && (double)s->hits < m->cfg.stop_hit_ratio * (double)judged) {
-		end_scan(s, DA_END_LOW_HITS);
+		end_scan(s, DD_END_LOW_HITS);
 		return;
 	}
 	if (s->consecutive_misses > m->cfg.stop_consecutive_misses) {
-		end_scan(s, DA_END_MISSES);
+		end_scan(s, DD_END_MISSES);
 		return;
 	}
 	uint32_t old_step = progress_step(s);
@@ -957,7 +957,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	/* Credentials follow the program: one that dropped (or gained) rights mid-scan is never
 	 * served with the old ones.  (The END event carries none: only SCAN and PROGRESS do.) */
 	if (!final && s->life != SCAN_PROBING && !procdir_cred_same(&s->cred, ev)) {
-		end_scan(s, DA_END_CRED);
+		end_scan(s, DD_END_CRED);
 		return;
 	}
 	if (s->life == SCAN_PROBING) {
@@ -975,7 +975,7 @@ static void on_progress(struct scan_mgr *m, const struct dirahead_event *ev, boo
 	count_served(s, &p, delta);
 	if (!pays_off(s, ev, final)) {
 		if (!final) {
-			end_scan(s, DA_END_NO_GAIN);
+			end_scan(s, DD_END_NO_GAIN);
 			/* fetching its entries does not pay; if it walks, listing ahead still may */
 			walk_mgr_candidate(m->walks, ev);
 			update_timer(m);
@@ -999,18 +999,18 @@ static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		return;
 	s->bpf_gone = true; /* BPF has forgotten it already */
 	if (s->life == SCAN_PROBING) {
-		drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
+		drop_probing(s, NULL, DD_SKIP_PROBE_ENDED);
 		return;
 	}
 	on_progress(m, ev, true);
-	enum da_end_reason why;
+	enum dd_end_reason why;
 	if (s->life == SCAN_FOLLOWING || ev->end_reason == DIRAHEAD_END_NEXT ||
 	    ev->end_reason == DIRAHEAD_END_THREAD)
-		why = DA_END_COMPLETED; /* the application (its thread) is done with the directory */
+		why = DD_END_COMPLETED; /* the application (its thread) is done with the directory */
 	else if (ev->end_reason == DIRAHEAD_END_EVICTED)
-		why = DA_END_EVICTED;
+		why = DD_END_EVICTED;
 	else
-		why = DA_END_EXITED;
+		why = DD_END_EXITED;
 	end_scan(s, why);
 }
 
@@ -1068,7 +1068,7 @@ static void scan_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
 		return;
 	}
 	log_debug("scan of %s by pid %u: %s", s->path, s->tgid, strerror(error));
-	end_scan(s, DA_END_VANISHED);
+	end_scan(s, DD_END_VANISHED);
 }
 
 static const struct host_ops scan_ops = {
@@ -1082,7 +1082,7 @@ static void scan_hung(void *ctx, uint32_t dev_major, uint32_t dev_minor)
 	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
 		if (!scan_ended(s) && s->dev_major == dev_major && s->dev_minor == dev_minor)
-			end_scan(s, DA_END_HUNG);
+			end_scan(s, DD_END_HUNG);
 	}
 }
 
@@ -1120,11 +1120,11 @@ static void scan_tick(void *ctx, uint64_t t)
 			continue;
 		if (bpf_lost(s)) {
 			if (s->life == SCAN_PROBING)
-				drop_probing(s, NULL, DA_SKIP_PROBE_ENDED);
+				drop_probing(s, NULL, DD_SKIP_PROBE_ENDED);
 			else
-				end_scan(s, DA_END_EVICTED);
+				end_scan(s, DD_END_EVICTED);
 		} else if (t - s->last_ns > idle) {
-			end_scan(s, s->life == SCAN_FOLLOWING ? DA_END_COMPLETED : DA_END_IDLE);
+			end_scan(s, s->life == SCAN_FOLLOWING ? DD_END_COMPLETED : DD_END_IDLE);
 		}
 	}
 }
@@ -1135,8 +1135,8 @@ static bool scan_busy(const void *ctx)
 	return m->nscans || m->pending;
 }
 
-struct scan_mgr *scan_mgr_new(const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct host *host, struct walk_mgr *walks)
+struct scan_mgr *scan_mgr_new(const struct dd_config *cfg, struct detector *det,
+			      struct dd_stats *st, struct host *host, struct walk_mgr *walks)
 {
 	struct scan_mgr *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -1150,14 +1150,14 @@ struct scan_mgr *scan_mgr_new(const struct da_config *cfg, struct detector *det,
 	return m;
 }
 
-void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg)
+void scan_mgr_reconfigure(struct scan_mgr *m, const struct dd_config *cfg)
 {
 	m->cfg = *cfg;
 	if (!cfg->enabled) {
 		struct scan *s, *next;
 		for (s = m->scans; s; s = next) {
 			next = s->next;
-			end_scan(s, DA_END_SHUTDOWN);
+			end_scan(s, DD_END_SHUTDOWN);
 		}
 	}
 }
@@ -1220,7 +1220,7 @@ void scan_mgr_stop(struct scan_mgr *m)
 	for (struct scan *s = m->scans, *next; s; s = next) {
 		next = s->next;
 		if (!scan_ended(s))
-			end_scan(s, DA_END_SHUTDOWN);
+			end_scan(s, DD_END_SHUTDOWN);
 	}
 }
 

@@ -38,8 +38,8 @@ struct host;
 struct walk_mgr;
 /* Scans on host's engine, starting walks (walks: the peers they share the limits with).  NULL:
  * out of memory. */
-struct scan_mgr *scan_mgr_new(const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct host *host, struct walk_mgr *walks);
+struct scan_mgr *scan_mgr_new(const struct dd_config *cfg, struct detector *det,
+			      struct dd_stats *st, struct host *host, struct walk_mgr *walks);
 /* The detector's events of scans (events.h routes them): SCAN, PROGRESS, END (scan_id != 0). */
 void scan_mgr_on_scan(struct scan_mgr *m, const struct dirahead_event *ev);
 void scan_mgr_on_progress(struct scan_mgr *m, const struct dirahead_event *ev);
@@ -48,7 +48,7 @@ void scan_mgr_on_end(struct scan_mgr *m, const struct dirahead_event *ev);
 void scan_mgr_mark_interleaved(struct scan_mgr *m, const struct dirahead_event *ev);
 /* The config changed (reload): limits and rules apply to new and running scans (the cost
  * model's: host_reconfigure). */
-void scan_mgr_reconfigure(struct scan_mgr *m, const struct da_config *cfg);
+void scan_mgr_reconfigure(struct scan_mgr *m, const struct dd_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
 unsigned scan_mgr_walks(const struct scan_mgr *m);  /* walks running (walk.h) */
 unsigned scan_mgr_openers_stuck(const struct scan_mgr *m);

@@ -208,5 +208,5 @@ int start_run(struct opener *o, uint32_t dev_major, uint32_t dev_minor, uint32_t
 {
 	assert(job->done);
 	int r = opener_run(o, dev_major, dev_minor, uid, run, done, discard, job);
-	return r < 0 ? (int)da_skip_of_opener(r) : 0;
+	return r < 0 ? (int)dd_skip_of_opener(r) : 0;
 }

@@ -50,7 +50,7 @@ struct start_job {
 struct start_job *start_job_new(enum start_what what, void *owner, uint64_t id,
 				const struct dirahead_event *ev, void (*done)(struct start_job *));
 /* Runs it in an opener thread (for that filesystem, 0:0 while unknown, and user), then
- * job->done(job) on the loop.  0, or a skip reason (enum da_skip_reason) and the job is still
+ * job->done(job) on the loop.  0, or a skip reason (enum dd_skip_reason) and the job is still
  * the caller's. */
 int start_run(struct opener *o, uint32_t dev_major, uint32_t dev_minor, uint32_t uid,
 	      struct start_job *job);

@@ -12,55 +12,55 @@
 #include "policy.h"
 
 #define X_NAME(e, s) s,
-const char *const da_end_reason_names[DA_END_MAX] = { DA_END_REASONS(X_NAME) };
-const char *const da_skip_reason_names[DA_SKIP_MAX] = { DA_SKIP_REASONS(X_NAME) };
-const char *const da_walk_end_reason_names[DA_WALK_END_MAX] = { DA_WALK_END_REASONS(X_NAME) };
+const char *const dd_end_reason_names[DD_END_MAX] = { DD_END_REASONS(X_NAME) };
+const char *const dd_skip_reason_names[DD_SKIP_MAX] = { DD_SKIP_REASONS(X_NAME) };
+const char *const dd_walk_end_reason_names[DD_WALK_END_MAX] = { DD_WALK_END_REASONS(X_NAME) };
 #undef X_NAME
-const char *const da_err_class_names[DA_ERR_MAX] = { "enoent", "eacces", "eio", "other" };
+const char *const dd_err_class_names[DD_ERR_MAX] = { "enoent", "eacces", "eio", "other" };
 #define X_NAME(e, s) s,
-const char *const da_http_result_names[DA_HTTP_MAX] = { DA_HTTP_RESULTS(X_NAME) };
+const char *const dd_http_result_names[DD_HTTP_MAX] = { DD_HTTP_RESULTS(X_NAME) };
 #undef X_NAME
 
-enum da_err_class da_err_class_of(int err)
+enum dd_err_class dd_err_class_of(int err)
 {
 	switch (err) {
 	case ENOENT:
 	case ENOTDIR:
 	case ESTALE:
-		return DA_ERR_ENOENT; /* raced with a delete or rename: harmless */
+		return DD_ERR_ENOENT; /* raced with a delete or rename: harmless */
 	case EACCES:
 	case EPERM:
-		return DA_ERR_EACCES;
+		return DD_ERR_EACCES;
 	case EIO:
 	case ETIMEDOUT:
 	case ENOTCONN:
-		return DA_ERR_EIO;
+		return DD_ERR_EIO;
 	default:
-		return DA_ERR_OTHER;
+		return DD_ERR_OTHER;
 	}
 }
 
-/* The table.  V: a field of the view, S: a counter of struct da_stats, D: a detector counter. */
-#define V(f) offsetof(struct da_stats_view, f)
+/* The table.  V: a field of the view, S: a counter of struct dd_stats, D: a detector counter. */
+#define V(f) offsetof(struct dd_stats_view, f)
 #define S(f) V(s.f)
 #define D(i) V(det[i])
 #define COUNTER(key, name, field, text)                                                            \
-	{ .shape = DA_STAT_VALUE, .json = key, .metric = name, .type = "counter", .help = text,     \
+	{ .shape = DD_STAT_VALUE, .json = key, .metric = name, .type = "counter", .help = text,     \
 	  .off = field, .json_off = field }
 #define GAUGE(key, name, field, text)                                                              \
-	{ .shape = DA_STAT_VALUE, .json = key, .metric = name, .type = "gauge", .help = text,       \
+	{ .shape = DD_STAT_VALUE, .json = key, .metric = name, .type = "gauge", .help = text,       \
 	  .off = field, .json_off = field }
-#define JSON_ONLY(key, field) { .shape = DA_STAT_VALUE, .json = key, .off = field, .json_off = field }
+#define JSON_ONLY(key, field) { .shape = DD_STAT_VALUE, .json = key, .off = field, .json_off = field }
 #define REASONS(key, name, lab, field, nm, count, text)                                            \
-	.shape = DA_STAT_REASONS, .json = key, .metric = name, .type = "counter", .help = text,     \
+	.shape = DD_STAT_REASONS, .json = key, .metric = name, .type = "counter", .help = text,     \
 	.label = lab, .off = field, .json_off = field, .names = nm, .n = count
 #define PARTS(name, typ, lab, text)                                                                \
-	.shape = DA_STAT_PARTS, .metric = name, .type = typ, .help = text, .label = lab
+	.shape = DD_STAT_PARTS, .metric = name, .type = typ, .help = text, .label = lab
 #define PART(key, lab, field) { key, lab, field, field }
-#define HOOK(h) { .shape = DA_STAT_HOOK, .hook = h }
+#define HOOK(h) { .shape = DD_STAT_HOOK, .hook = h }
 
-const struct da_stat_row da_stat_rows[] = {
-	HOOK(DA_STAT_HOOK_BUILD_INFO),
+const struct dd_stat_row dd_stat_rows[] = {
+	HOOK(DD_STAT_HOOK_BUILD_INFO),
 	COUNTER("listings", "dirahead_listings_total", D(DIRAHEAD_CNT_LISTINGS),
 		"Directory listings seen by the BPF detector."),
 	COUNTER("scans_confirmed", "dirahead_scans_confirmed_total", S(scans_confirmed),
@@ -69,20 +69,20 @@ const struct da_stat_row da_stat_rows[] = {
 		"Scans confirmed without a listing: stats of many names of one directory in a row."),
 	JSON_ONLY("scans_started", S(scans_started)),
 	{ REASONS("scans_ended", "dirahead_scans_ended_total", "reason", S(scans_ended),
-		  da_end_reason_names, DA_END_MAX, "Scans ended, by reason (completed or why aborted).") },
+		  dd_end_reason_names, DD_END_MAX, "Scans ended, by reason (completed or why aborted).") },
 	/* Every local user may read the metrics page: "mismatch" (something other than the directory
 	 * opened) next to "open_failed" would tell whether another user's path exists.  Both are
 	 * open_failed there; `diraheadctl stats` (root or the control group) tells them apart. */
-	{ REASONS("skips", "dirahead_skips_total", "reason", S(skips), da_skip_reason_names, DA_SKIP_MAX,
+	{ REASONS("skips", "dirahead_skips_total", "reason", S(skips), dd_skip_reason_names, DD_SKIP_MAX,
 		  "Confirmed scans not prefetched, by reason."),
-	  .merge = true, .hidden = DA_SKIP_MISMATCH, .into = DA_SKIP_OPEN_FAILED },
+	  .merge = true, .hidden = DD_SKIP_MISMATCH, .into = DD_SKIP_OPEN_FAILED },
 	COUNTER("entries_prefetched", "dirahead_entries_prefetched_total", S(entries_prefetched),
 		"Entries whose attributes were prefetched."),
 	COUNTER("hits", "dirahead_hits_total", S(hits), "Application stats that found the entry prefetched."),
 	JSON_ONLY("late", S(late)),
 	COUNTER("misses", "dirahead_misses_total", S(misses),
 		"Application stats that got ahead of the prefetch."),
-	{ REASONS("errors", "dirahead_errors_total", "class", S(errors), da_err_class_names, DA_ERR_MAX,
+	{ REASONS("errors", "dirahead_errors_total", "class", S(errors), dd_err_class_names, DD_ERR_MAX,
 		  "Prefetch requests that failed, by errno class.") },
 	JSON_ONLY("stats_matched", D(DIRAHEAD_CNT_STATS_MATCHED)),
 	JSON_ONLY("bpf_events", D(DIRAHEAD_CNT_EVENTS)),
@@ -97,10 +97,10 @@ const struct da_stat_row da_stat_rows[] = {
 	  .part = { PART("reloads_ok", "success", S(reloads_ok)),
 		    PART("reloads_failed", "failure", S(reloads_failed)) } },
 	{ REASONS(NULL, "dirahead_metrics_requests_total", "result", S(http_requests),
-		  da_http_result_names, DA_HTTP_MAX,
+		  dd_http_result_names, DD_HTTP_MAX,
 		  "Requests to the metrics endpoint, by result (bad_host: refused for a foreign Host header, as DNS rebinding sends; forbidden: outside the control group), and connections refused at a limit or closed too slow.") },
-	HOOK(DA_STAT_HOOK_PREFETCH_LATENCY),
-	HOOK(DA_STAT_HOOK_APP_LATENCY),
+	HOOK(DD_STAT_HOOK_PREFETCH_LATENCY),
+	HOOK(DD_STAT_HOOK_APP_LATENCY),
 	GAUGE("active_scans", "dirahead_active_scans", V(active_scans), "Scans being prefetched now."),
 	GAUGE("requests_in_flight", "dirahead_requests_in_flight", V(requests_in_flight),
 	      "Prefetch requests in flight now."),
@@ -114,7 +114,7 @@ const struct da_stat_row da_stat_rows[] = {
 	COUNTER("walk_entries_used", "dirahead_walk_entries_used_total", S(walk_entries_used),
 		"Entries walks fetched in directories the program then listed."),
 	{ REASONS("walks_ended", "dirahead_walks_ended_total", "reason", S(walks_ended),
-		  da_walk_end_reason_names, DA_WALK_END_MAX, "Walks ended, by reason.") },
+		  dd_walk_end_reason_names, DD_WALK_END_MAX, "Walks ended, by reason.") },
 	GAUGE("active_walks", "dirahead_active_walks", V(active_walks), "Walks running now."),
 	GAUGE("openers_stuck", "dirahead_openers_stuck", V(openers_stuck),
 	      "Openers (of scans' and walks' directories) running for over a second now: on a hung filesystem."),
@@ -144,79 +144,79 @@ const struct da_stat_row da_stat_rows[] = {
 	  .f64 = true,
 	  .part = { { "app_stat_us_before", "before", S(judged_before_s), V(app_stat_us_before) },
 		    { "app_stat_us_prefetch", "prefetch", S(judged_after_s), V(app_stat_us_prefetch) } } },
-	{ .shape = DA_STAT_VALUE, .json = "entry_cost_us", .metric = "dirahead_entry_cost_seconds",
+	{ .shape = DD_STAT_VALUE, .json = "entry_cost_us", .metric = "dirahead_entry_cost_seconds",
 	  .type = "gauge", .f64 = true, .off = V(entry_cost_s), .json_off = V(entry_cost_us),
 	  .help = "The daemon's CPU time per prefetched entry (measured; the configured prior until then)." },
-	HOOK(DA_STAT_HOOK_ARM),
-	HOOK(DA_STAT_HOOK_FILESYSTEMS),
-	HOOK(DA_STAT_HOOK_PROGRAMS),
+	HOOK(DD_STAT_HOOK_ARM),
+	HOOK(DD_STAT_HOOK_FILESYSTEMS),
+	HOOK(DD_STAT_HOOK_PROGRAMS),
 };
-const size_t da_stat_nrows = sizeof(da_stat_rows) / sizeof(da_stat_rows[0]);
+const size_t dd_stat_nrows = sizeof(dd_stat_rows) / sizeof(dd_stat_rows[0]);
 
 #define FS(f) offsetof(struct pol_fs, f)
-const struct da_fs_row da_fs_rows[] = {
-	{ DA_FS_VERDICT, "dirahead_filesystem_verdict", "gauge",
+const struct dd_fs_row dd_fs_rows[] = {
+	{ DD_FS_VERDICT, "dirahead_filesystem_verdict", "gauge",
 	  "The cost model's verdict per filesystem (1 for the current one): unknown, pays, no_gain, fast.",
 	  "verdict", { { "verdict", NULL, FS(verdict) } } },
-	{ DA_FS_UINT, "dirahead_filesystem_depth", "gauge",
+	{ DD_FS_UINT, "dirahead_filesystem_depth", "gauge",
 	  "Prefetch requests in flight per scan learned for the filesystem (0: not yet).", NULL,
 	  { { "depth", NULL, FS(depth) } } },
-	{ DA_FS_NS, "dirahead_filesystem_app_stat_seconds", "gauge",
+	{ DD_FS_NS, "dirahead_filesystem_app_stat_seconds", "gauge",
 	  "Moving average of the programs' cost per stat on the filesystem, before and with prefetch.",
 	  "phase", { { "app_stat_us_before", "before", FS(before_ns) },
 		     { "app_stat_us_prefetch", "prefetch", FS(after_ns) } } },
-	{ DA_FS_NS, "dirahead_filesystem_entry_cost_seconds", "gauge",
+	{ DD_FS_NS, "dirahead_filesystem_entry_cost_seconds", "gauge",
 	  "Moving average of the daemon's CPU per prefetched entry on the filesystem (0: not measured).",
 	  NULL, { { "entry_cost_us", NULL, FS(cost_ns) } } },
-	{ DA_FS_U64, NULL, NULL, NULL, NULL, { { "scans", NULL, FS(scans) } } },
-	{ DA_FS_U64, "dirahead_filesystem_decisions_total", "counter",
+	{ DD_FS_U64, NULL, NULL, NULL, NULL, { { "scans", NULL, FS(scans) } } },
+	{ DD_FS_U64, "dirahead_filesystem_decisions_total", "counter",
 	  "The cost model's decisions per filesystem.", "decision",
 	  { { "gained", "gained", FS(gained) }, { "no_gain", "no_gain", FS(no_gain) },
 	    { "skipped_fast", "skipped_fast", FS(skipped_fast) },
 	    { "skipped_no_gain", "skipped_no_gain", FS(skipped_no_gain) },
 	    { "reprobes", "reprobed", FS(reprobes) } } },
 	/* tree-ahead's listings there */
-	{ DA_FS_VERDICT, "dirahead_filesystem_listing_verdict", "gauge",
+	{ DD_FS_VERDICT, "dirahead_filesystem_listing_verdict", "gauge",
 	  "Whether listing ahead of walkers pays per filesystem (1 for the current one): unknown, pays, no_gain, fast.",
 	  "verdict", { { "list_verdict", NULL, FS(list.verdict) } } },
-	{ DA_FS_NS, "dirahead_filesystem_listing_seconds", "gauge",
+	{ DD_FS_NS, "dirahead_filesystem_listing_seconds", "gauge",
 	  "Moving averages of a directory listing on the filesystem: the daemon's (wall and CPU time), the programs' of directories listed ahead of them and of those they came to first.",
 	  "by", { { "list_us_daemon", "daemon", FS(list.wall_ns) },
 		  { "list_us_daemon_cpu", "daemon_cpu", FS(list.cpu_ns) },
 		  { "list_us_ahead", "program_ahead", FS(list.ahead_ns) },
 		  { "list_us_own", "program_own", FS(list.own_ns) } } },
 };
-const size_t da_fs_nrows = sizeof(da_fs_rows) / sizeof(da_fs_rows[0]);
+const size_t dd_fs_nrows = sizeof(dd_fs_rows) / sizeof(dd_fs_rows[0]);
 
-void da_stats_view_derive(struct da_stats_view *v)
+void dd_stats_view_derive(struct dd_stats_view *v)
 {
-	const struct da_stats *s = &v->s;
+	const struct dd_stats *s = &v->s;
 	v->app_stat_us_before = s->judged ? s->judged_before_s * 1e6 / (double)s->judged : 0;
 	v->app_stat_us_prefetch = s->judged ? s->judged_after_s * 1e6 / (double)s->judged : 0;
 	v->entry_cost_us = v->entry_cost_ns / 1e3;
 	v->entry_cost_s = v->entry_cost_ns / 1e9;
 }
 
-bool da_stat_reason_metric(const struct da_stat_row *r, const struct da_stats_view *v, int i,
+bool dd_stat_reason_metric(const struct dd_stat_row *r, const struct dd_stats_view *v, int i,
 			   uint64_t *out)
 {
-	assert(r->shape == DA_STAT_REASONS && i >= 0 && i < r->n);
+	assert(r->shape == DD_STAT_REASONS && i >= 0 && i < r->n);
 	if (r->merge && i == r->hidden)
 		return false;
-	*out = da_stat_u64(v, r->off + (size_t)i * sizeof(uint64_t));
+	*out = dd_stat_u64(v, r->off + (size_t)i * sizeof(uint64_t));
 	if (r->merge && i == r->into)
-		*out += da_stat_u64(v, r->off + (size_t)r->hidden * sizeof(uint64_t));
+		*out += dd_stat_u64(v, r->off + (size_t)r->hidden * sizeof(uint64_t));
 	return true;
 }
 
-const double da_latency_bounds[DA_LAT_BUCKETS] = { 1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+const double dd_latency_bounds[DD_LAT_BUCKETS] = { 1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
 						   5e-3, 1e-2, 5e-2, 0.25, 1.0 };
 
-void da_stats_latency(struct da_stats *s, uint64_t ns)
+void dd_stats_latency(struct dd_stats *s, uint64_t ns)
 {
 	double v = (double)ns / 1e9;
 	int i = 0;
-	while (i < DA_LAT_BUCKETS && v > da_latency_bounds[i])
+	while (i < DD_LAT_BUCKETS && v > dd_latency_bounds[i])
 		i++;
 	s->lat_bucket[i]++;
 	s->lat_count++;
@@ -265,34 +265,34 @@ static void put_reasons(struct out *o, const char *what, const uint64_t *now, co
 		put(o, ")");
 }
 
-size_t da_stats_summary(const struct da_stats *now, const struct da_stats *prev, char *buf, size_t len)
+size_t dd_stats_summary(const struct dd_stats *now, const struct dd_stats *prev, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0 };
-	uint64_t d_err = sum(now->errors, DA_ERR_MAX) - sum(prev->errors, DA_ERR_MAX);
+	uint64_t d_err = sum(now->errors, DD_ERR_MAX) - sum(prev->errors, DD_ERR_MAX);
 	bool walks = now->walks_started != prev->walks_started ||
-		     sum(now->walks_ended, DA_WALK_END_MAX) != sum(prev->walks_ended, DA_WALK_END_MAX);
+		     sum(now->walks_ended, DD_WALK_END_MAX) != sum(prev->walks_ended, DD_WALK_END_MAX);
 	if (len)
 		buf[0] = '\0';
 	if (now->scans_confirmed == prev->scans_confirmed && now->scans_started == prev->scans_started &&
-	    sum(now->scans_ended, DA_END_MAX) == sum(prev->scans_ended, DA_END_MAX) &&
-	    sum(now->skips, DA_SKIP_MAX) == sum(prev->skips, DA_SKIP_MAX) && !walks &&
+	    sum(now->scans_ended, DD_END_MAX) == sum(prev->scans_ended, DD_END_MAX) &&
+	    sum(now->skips, DD_SKIP_MAX) == sum(prev->skips, DD_SKIP_MAX) && !walks &&
 	    now->entries_prefetched == prev->entries_prefetched && now->hits == prev->hits &&
 	    now->misses == prev->misses && !d_err)
 		return 0;
 	put(&o, "%llu scans confirmed, %llu started",
 	    (unsigned long long)(now->scans_confirmed - prev->scans_confirmed),
 	    (unsigned long long)(now->scans_started - prev->scans_started));
-	put_reasons(&o, "ended", now->scans_ended, prev->scans_ended, da_end_reason_names, DA_END_MAX);
-	put_reasons(&o, "skipped", now->skips, prev->skips, da_skip_reason_names, DA_SKIP_MAX);
+	put_reasons(&o, "ended", now->scans_ended, prev->scans_ended, dd_end_reason_names, DD_END_MAX);
+	put_reasons(&o, "skipped", now->skips, prev->skips, dd_skip_reason_names, DD_SKIP_MAX);
 	if (walks) {
 		put(&o, "; %llu walks started", (unsigned long long)(now->walks_started - prev->walks_started));
-		put_reasons(&o, "ended", now->walks_ended, prev->walks_ended, da_walk_end_reason_names,
-			    DA_WALK_END_MAX);
+		put_reasons(&o, "ended", now->walks_ended, prev->walks_ended, dd_walk_end_reason_names,
+			    DD_WALK_END_MAX);
 	}
 	put(&o, "; %llu entries prefetched, %llu hits, %llu misses",
 	    (unsigned long long)(now->entries_prefetched - prev->entries_prefetched),
 	    (unsigned long long)(now->hits - prev->hits), (unsigned long long)(now->misses - prev->misses));
 	if (d_err)
-		put_reasons(&o, "errors", now->errors, prev->errors, da_err_class_names, DA_ERR_MAX);
+		put_reasons(&o, "errors", now->errors, prev->errors, dd_err_class_names, DD_ERR_MAX);
 	return o.pos;
 }

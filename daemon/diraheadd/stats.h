@@ -2,7 +2,7 @@
 /*
  * The daemon's statistics, kept in memory, and the one table that declares each of them for
  * both its renderings: `diraheadctl stats` (control.c, JSON) and the metrics page (metrics.c,
- * Prometheus text).  A new statistic is a field here and a row in da_stat_rows (stats.c).
+ * Prometheus text).  A new statistic is a field here and a row in dd_stat_rows (stats.c).
  */
 #ifndef DIRAHEAD_STATS_H
 #define DIRAHEAD_STATS_H
@@ -15,7 +15,7 @@
 
 /* Why a scan ended.  COMPLETED: every entry was prefetched, or the application finished the
  * directory; the rest are aborts. */
-#define DA_END_REASONS(X)                                                                          \
+#define DD_END_REASONS(X)                                                                          \
 	X(COMPLETED, "completed")                                                                  \
 	X(EXITED, "process_exited")    /* the application exited mid-way */                      \
 	X(IDLE, "idle")                /* no progress for idle_timeout_ms */                       \
@@ -29,7 +29,7 @@
 	X(CRED, "credentials_changed") /* the program's credentials changed mid-scan */
 
 /* Why a confirmed scan was not prefetched. */
-#define DA_SKIP_REASONS(X)                                                                         \
+#define DD_SKIP_REASONS(X)                                                                         \
 	X(PSEUDO_FS, "pseudo_fs")                                                                  \
 	X(FILTERED, "filtered")        /* excluded by the [filter] settings */                     \
 	X(BUSY, "busy")                /* max_scans or max_scans_per_process reached */            \
@@ -54,7 +54,7 @@
 					 * root (a chroot without chdir) */
 
 /* Why a walk (tree-ahead, walk.h) ended. */
-#define DA_WALK_END_REASONS(X)                                                                     \
+#define DD_WALK_END_REASONS(X)                                                                     \
 	X(EXITED, "process_exited")    /* the walker exited or exec'ed */                          \
 	X(LEFT, "left_tree")           /* it listed a directory outside the tree */                \
 	X(IDLE, "idle")                /* no listing and nothing to fetch for idle_timeout_ms */   \
@@ -66,7 +66,7 @@
 	X(SHUTDOWN, "shutdown")
 
 /* What became of a request to the metrics endpoint (httpd.c). */
-#define DA_HTTP_RESULTS(X)                                                                         \
+#define DD_HTTP_RESULTS(X)                                                                         \
 	X(OK, "ok")                                                                                \
 	X(BAD_HOST, "bad_host")        /* Host header of another name: DNS rebinding */           \
 	X(NOT_FOUND, "not_found")                                                                  \
@@ -78,41 +78,41 @@
 	X(TOTAL_LIMIT, "refused_total_limit")                                                      \
 	X(TOO_SLOW, "closed_too_slow") /* open past its lifetime (slow or idle client): closed */
 
-#define X_ENUM(e, s) DA_HTTP_##e,
-enum da_http_result { DA_HTTP_RESULTS(X_ENUM) DA_HTTP_MAX };
+#define X_ENUM(e, s) DD_HTTP_##e,
+enum dd_http_result { DD_HTTP_RESULTS(X_ENUM) DD_HTTP_MAX };
 #undef X_ENUM
-#define X_ENUM(e, s) DA_WALK_END_##e,
-enum da_walk_end_reason { DA_WALK_END_REASONS(X_ENUM) DA_WALK_END_MAX };
+#define X_ENUM(e, s) DD_WALK_END_##e,
+enum dd_walk_end_reason { DD_WALK_END_REASONS(X_ENUM) DD_WALK_END_MAX };
 #undef X_ENUM
-#define X_ENUM(e, s) DA_END_##e,
-enum da_end_reason { DA_END_REASONS(X_ENUM) DA_END_MAX };
+#define X_ENUM(e, s) DD_END_##e,
+enum dd_end_reason { DD_END_REASONS(X_ENUM) DD_END_MAX };
 #undef X_ENUM
-#define X_ENUM(e, s) DA_SKIP_##e,
-enum da_skip_reason { DA_SKIP_REASONS(X_ENUM) DA_SKIP_MAX };
+#define X_ENUM(e, s) DD_SKIP_##e,
+enum dd_skip_reason { DD_SKIP_REASONS(X_ENUM) DD_SKIP_MAX };
 #undef X_ENUM
 
 /* Why opener_run() (opener.h) refused a job: its -errno as a skip reason. */
-static inline enum da_skip_reason da_skip_of_opener(int r)
+static inline enum dd_skip_reason dd_skip_of_opener(int r)
 {
-	return r == -EUSERS ? DA_SKIP_OPENERS_USER : r == -EBUSY ? DA_SKIP_OPENERS_BUSY : DA_SKIP_ENGINE;
+	return r == -EUSERS ? DD_SKIP_OPENERS_USER : r == -EBUSY ? DD_SKIP_OPENERS_BUSY : DD_SKIP_ENGINE;
 }
 
 /* errno classes for errors of prefetch requests */
-enum da_err_class { DA_ERR_ENOENT, DA_ERR_EACCES, DA_ERR_EIO, DA_ERR_OTHER, DA_ERR_MAX };
+enum dd_err_class { DD_ERR_ENOENT, DD_ERR_EACCES, DD_ERR_EIO, DD_ERR_OTHER, DD_ERR_MAX };
 
-#define DA_LAT_BUCKETS 12
+#define DD_LAT_BUCKETS 12
 
-struct da_stats {
+struct dd_stats {
 	uint64_t scans_confirmed;        /* SCAN events received */
 	uint64_t scans_unlisted;         /* ... of them for runs of stats without a listing */
 	uint64_t scans_started;          /* prefetch started */
-	uint64_t scans_ended[DA_END_MAX];
-	uint64_t skips[DA_SKIP_MAX];
+	uint64_t scans_ended[DD_END_MAX];
+	uint64_t skips[DD_SKIP_MAX];
 	uint64_t entries_prefetched;     /* prefetch requests completed without error */
 	uint64_t hits;                   /* the application's stat found the entry fetched */
 	uint64_t late;                   /* ... found it in flight */
 	uint64_t misses;                 /* ... ahead of the window */
-	uint64_t errors[DA_ERR_MAX];
+	uint64_t errors[DD_ERR_MAX];
 	uint64_t progress_events;
 	uint64_t scans_muted;            /* scans the cost model muted in BPF */
 	uint64_t orders_learnt[2];       /* scans fetched sorted as the program stats: inode, name */
@@ -125,7 +125,7 @@ struct da_stats {
 	uint64_t walks_list_only;        /* ... listing only (DIRAHEAD_DIR_LIST_ONLY), or turned so */
 	uint64_t walk_candidates;        /* processes watched for a walk after a skipped scan */
 	uint64_t walk_entries_used;      /* fetched by walks in directories the program listed */
-	uint64_t walks_ended[DA_WALK_END_MAX];
+	uint64_t walks_ended[DD_WALK_END_MAX];
 	uint64_t walk_listings;          /* listings of walkers reported by the detector */
 	uint64_t walk_dirs_opened;       /* directories the walks listed */
 	uint64_t walk_dirs_ahead;        /* ... that the program listed after the walk had opened them */
@@ -133,65 +133,65 @@ struct da_stats {
 	uint64_t walk_dirs_skipped;      /* opened ahead, then passed over by the program (pruned) */
 	uint64_t walk_not_entered;       /* subdirectories not entered: mount points, failures */
 	uint64_t reloads_ok, reloads_failed;
-	uint64_t http_requests[DA_HTTP_MAX];  /* requests to the metrics endpoint */
-	/* prefetch request latency: cumulative-on-output buckets, upper bounds da_latency_bounds */
-	uint64_t lat_bucket[DA_LAT_BUCKETS + 1];
+	uint64_t http_requests[DD_HTTP_MAX];  /* requests to the metrics endpoint */
+	/* prefetch request latency: cumulative-on-output buckets, upper bounds dd_latency_bounds */
+	uint64_t lat_bucket[DD_LAT_BUCKETS + 1];
 	uint64_t lat_count;
 	double lat_sum_s;
 };
 
-extern const double da_latency_bounds[DA_LAT_BUCKETS];
-void da_stats_latency(struct da_stats *s, uint64_t ns);
+extern const double dd_latency_bounds[DD_LAT_BUCKETS];
+void dd_stats_latency(struct dd_stats *s, uint64_t ns);
 
-extern const char *const da_end_reason_names[DA_END_MAX];
-extern const char *const da_skip_reason_names[DA_SKIP_MAX];
-extern const char *const da_walk_end_reason_names[DA_WALK_END_MAX];
-extern const char *const da_err_class_names[DA_ERR_MAX];
-extern const char *const da_http_result_names[DA_HTTP_MAX];
-enum da_err_class da_err_class_of(int err);
+extern const char *const dd_end_reason_names[DD_END_MAX];
+extern const char *const dd_skip_reason_names[DD_SKIP_MAX];
+extern const char *const dd_walk_end_reason_names[DD_WALK_END_MAX];
+extern const char *const dd_err_class_names[DD_ERR_MAX];
+extern const char *const dd_http_result_names[DD_HTTP_MAX];
+enum dd_err_class dd_err_class_of(int err);
 
 /* One moment of everything the table shows: the daemon's counters and what it reads from its
  * parts (the detector's counters, the scan manager's gauges); statsview.h fills it. */
-struct da_stats_view {
-	struct da_stats s;
+struct dd_stats_view {
+	struct dd_stats s;
 	uint64_t det[DIRAHEAD_CNT_MAX];  /* the detector's counters, by enum dirahead_counter */
 	uint64_t active_scans, requests_in_flight, active_walks, openers_stuck;
 	double entry_cost_ns;            /* the cost model's measure (policy_entry_cost_ns) */
-	/* derived by da_stats_view_derive() */
+	/* derived by dd_stats_view_derive() */
 	double app_stat_us_before, app_stat_us_prefetch; /* per judgment: the mean cost per stat */
 	double entry_cost_us, entry_cost_s;
 };
 /* The derived fields of v from the others. */
-void da_stats_view_derive(struct da_stats_view *v);
+void dd_stats_view_derive(struct dd_stats_view *v);
 
-enum da_stat_shape {
-	DA_STAT_VALUE,   /* one uint64_t, or a double with f64 */
-	DA_STAT_REASONS, /* uint64_t[n], one per names[i]: a JSON object; one label value each */
-	DA_STAT_PARTS,   /* a family of separate fields: JSON keys of their own; one label value each */
-	DA_STAT_HOOK,    /* rendered by the renderer itself: histograms, arming, filesystems */
+enum dd_stat_shape {
+	DD_STAT_VALUE,   /* one uint64_t, or a double with f64 */
+	DD_STAT_REASONS, /* uint64_t[n], one per names[i]: a JSON object; one label value each */
+	DD_STAT_PARTS,   /* a family of separate fields: JSON keys of their own; one label value each */
+	DD_STAT_HOOK,    /* rendered by the renderer itself: histograms, arming, filesystems */
 };
 
 /* The sections that are more than values of the view. */
-enum da_stat_hook {
-	DA_STAT_HOOK_BUILD_INFO,
-	DA_STAT_HOOK_PREFETCH_LATENCY,
-	DA_STAT_HOOK_APP_LATENCY,
-	DA_STAT_HOOK_ARM,
-	DA_STAT_HOOK_FILESYSTEMS,
-	DA_STAT_HOOK_PROGRAMS,
+enum dd_stat_hook {
+	DD_STAT_HOOK_BUILD_INFO,
+	DD_STAT_HOOK_PREFETCH_LATENCY,
+	DD_STAT_HOOK_APP_LATENCY,
+	DD_STAT_HOOK_ARM,
+	DD_STAT_HOOK_FILESYSTEMS,
+	DD_STAT_HOOK_PROGRAMS,
 };
 
-#define DA_STAT_PARTS_MAX 5
-struct da_stat_part {
+#define DD_STAT_PARTS_MAX 5
+struct dd_stat_part {
 	const char *json;       /* its key in the JSON; NULL: not there */
 	const char *label;      /* its label value in the metric family; NULL: the end of the parts */
-	size_t off, json_off;   /* in struct da_stats_view: the metric's value, the JSON's */
+	size_t off, json_off;   /* in struct dd_stats_view: the metric's value, the JSON's */
 };
 
 /* One statistic: its JSON key and its metric family, side by side.  Offsets are into struct
- * da_stats_view; the JSON's differs from the metric's where the two show it in other units. */
-struct da_stat_row {
-	enum da_stat_shape shape;
+ * dd_stats_view; the JSON's differs from the metric's where the two show it in other units. */
+struct dd_stat_row {
+	enum dd_stat_shape shape;
 	const char *json;       /* key in `diraheadctl stats` (VALUE, REASONS); NULL: a metric only */
 	const char *metric;     /* Prometheus family; NULL: in the JSON only */
 	const char *type;       /* "counter" or "gauge" */
@@ -204,55 +204,55 @@ struct da_stat_row {
 	bool merge;             /* REASONS: reason `hidden` is counted as reason `into` in the
 				 * metric (the JSON keeps them apart) */
 	int hidden, into;
-	struct da_stat_part part[DA_STAT_PARTS_MAX];
-	enum da_stat_hook hook;
+	struct dd_stat_part part[DD_STAT_PARTS_MAX];
+	enum dd_stat_hook hook;
 };
 
 /* Every statistic, in the order both renderings show them. */
-extern const struct da_stat_row da_stat_rows[];
-extern const size_t da_stat_nrows;
+extern const struct dd_stat_row dd_stat_rows[];
+extern const size_t dd_stat_nrows;
 
-static inline uint64_t da_stat_u64(const struct da_stats_view *v, size_t off)
+static inline uint64_t dd_stat_u64(const struct dd_stats_view *v, size_t off)
 {
 	return *(const uint64_t *)((const char *)v + off);
 }
-static inline double da_stat_f64(const struct da_stats_view *v, size_t off)
+static inline double dd_stat_f64(const struct dd_stats_view *v, size_t off)
 {
 	return *(const double *)((const char *)v + off);
 }
 /* REASONS: reason i's value in the metric.  false: the metric does not show it (merged). */
-bool da_stat_reason_metric(const struct da_stat_row *r, const struct da_stats_view *v, int i,
+bool dd_stat_reason_metric(const struct dd_stat_row *r, const struct dd_stats_view *v, int i,
 			   uint64_t *out);
 
 /* The cost model's statistics of one filesystem (struct pol_fs, policy.h): a JSON object per
  * filesystem, a metric family per row with a sample per filesystem (labels device, fstype). */
-enum da_fs_kind {
-	DA_FS_VERDICT, /* enum pol_verdict: its name in the JSON, 1 for it and 0 for the others */
-	DA_FS_UINT,    /* unsigned */
-	DA_FS_U64,     /* uint64_t */
-	DA_FS_NS,      /* double, nanoseconds: microseconds in the JSON, seconds in the metric */
+enum dd_fs_kind {
+	DD_FS_VERDICT, /* enum pol_verdict: its name in the JSON, 1 for it and 0 for the others */
+	DD_FS_UINT,    /* unsigned */
+	DD_FS_U64,     /* uint64_t */
+	DD_FS_NS,      /* double, nanoseconds: microseconds in the JSON, seconds in the metric */
 };
 
-struct da_fs_field {
+struct dd_fs_field {
 	const char *json;       /* its key in the filesystem's JSON object */
 	const char *label;      /* its label value in the family; NULL: a family without label */
 	size_t off;             /* in struct pol_fs */
 };
 
-struct da_fs_row {
-	enum da_fs_kind kind;
+struct dd_fs_row {
+	enum dd_fs_kind kind;
 	const char *metric;     /* NULL: in the JSON only */
 	const char *type, *help;
 	const char *label;      /* the label's name, if the fields have values for it */
-	struct da_fs_field field[DA_STAT_PARTS_MAX]; /* up to the first without a JSON key */
+	struct dd_fs_field field[DD_STAT_PARTS_MAX]; /* up to the first without a JSON key */
 };
 
-extern const struct da_fs_row da_fs_rows[];
-extern const size_t da_fs_nrows;
+extern const struct dd_fs_row dd_fs_rows[];
+extern const size_t dd_fs_nrows;
 
 /* What the scans did between two snapshots of the counters, as one line for the log (no path, no
  * PID): scans confirmed, started, ended and skipped (with their reasons), walks, entries,
  * hits, misses, errors.  Empty when none of these moved.  Returns strlen(buf). */
-size_t da_stats_summary(const struct da_stats *now, const struct da_stats *prev, char *buf, size_t len);
+size_t dd_stats_summary(const struct dd_stats *now, const struct dd_stats *prev, char *buf, size_t len);
 
 #endif

@@ -9,7 +9,7 @@
 #include "policy.h"
 #include "scan.h"
 
-void statsview_read(struct daemon *d, struct da_stats_view *v)
+void statsview_read(struct daemon *d, struct dd_stats_view *v)
 {
 	struct detector_counters dc = { 0 };
 	memset(v, 0, sizeof(*v));
@@ -22,5 +22,5 @@ void statsview_read(struct daemon *d, struct da_stats_view *v)
 	v->active_walks = scan_mgr_walks(d->mgr);
 	v->openers_stuck = scan_mgr_openers_stuck(d->mgr);
 	v->entry_cost_ns = policy_entry_cost_ns(scan_mgr_policy(d->mgr));
-	da_stats_view_derive(v);
+	dd_stats_view_derive(v);
 }

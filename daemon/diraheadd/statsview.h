@@ -8,6 +8,6 @@
 struct daemon;
 
 /* The daemon's counters, the detector's, the scan manager's gauges, and what derives from them. */
-void statsview_read(struct daemon *d, struct da_stats_view *v);
+void statsview_read(struct daemon *d, struct dd_stats_view *v);
 
 #endif

@@ -41,8 +41,8 @@ struct walk_info {
 };
 
 /* Walks on host's engine (they join its tick and breaker).  NULL: out of memory. */
-struct walk_mgr *walk_mgr_new(const struct da_config *cfg, struct detector *det,
-			      struct da_stats *st, struct host *host);
+struct walk_mgr *walk_mgr_new(const struct dd_config *cfg, struct detector *det,
+			      struct dd_stats *st, struct host *host);
 /* room(ctx, uid, cgroup): whether that user and that cgroup may have one more scan or walk
  * (the scans' limits per user and cgroup; walks count as scans). */
 void walk_mgr_set_room(struct walk_mgr *w, bool (*room)(void *ctx, uint32_t uid, uint64_t cgroup),
@@ -52,7 +52,7 @@ void walk_mgr_count_of(const struct walk_mgr *w, uint32_t uid, uint64_t cgroup, 
 		       unsigned *cgroup_n);
 /* Ends every walk on that filesystem (the breaker). */
 void walk_mgr_end_on(struct walk_mgr *w, uint32_t dev_major, uint32_t dev_minor, int why);
-void walk_mgr_reconfigure(struct walk_mgr *w, const struct da_config *cfg);
+void walk_mgr_reconfigure(struct walk_mgr *w, const struct dd_config *cfg);
 /* The process of `ev` (a scan, or a listing) went below or beside a directory it scanned: start
  * a walk from the parent of ev's directory (top_path: the program's name for it; top_ev, if not
  * NULL: a scan of that parent or of a child of it, tried when ev's directory can no longer be

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * libFuzzer target: the config file parser (daemon/diraheadd/config.c over inih).  The input is
- * the text of a dirahead.conf, read by da_config_load() through a memfd, as the daemon reads the
+ * the text of a dirahead.conf, read by dd_config_load() through a memfd, as the daemon reads the
  * file at start and at each reload.  Besides the sanitizers' reports, a load must either fail
  * with one line naming the file, or leave a config that keeps every rule the parser promises.
  */
@@ -26,9 +26,9 @@
 static int memfd = -1;
 static char path[64];
 
-static void check_list(const struct da_strlist *l, bool cgroup)
+static void check_list(const struct dd_strlist *l, bool cgroup)
 {
-	CHECK(l->n >= 0 && l->n <= DA_LIST_MAX);
+	CHECK(l->n >= 0 && l->n <= DD_LIST_MAX);
 	for (int i = 0; i < l->n; i++) {
 		CHECK(l->v[i] && l->v[i][0]);
 		CHECK(!strpbrk(l->v[i], " \t,"));
@@ -36,10 +36,10 @@ static void check_list(const struct da_strlist *l, bool cgroup)
 	}
 }
 
-static void check_config(const struct da_config *c)
+static void check_config(const struct dd_config *c)
 {
 	struct sockaddr_storage ss;
-	struct da_host h;
+	struct dd_host h;
 	CHECK(c->window_start >= 1 && c->window_start <= c->window_max);
 	CHECK(c->depth_per_scan >= 1 && c->depth_per_scan <= c->depth_total);
 	CHECK(c->unlisted_stats != 1 && c->unlisted_stats <= 32);
@@ -51,11 +51,11 @@ static void check_config(const struct da_config *c)
 	CHECK(c->socket_path && c->socket_path[0] == '/');
 	CHECK(c->socket_group);
 	CHECK(c->metrics_address);
-	const char *up = da_unix_address(c->metrics_address);
+	const char *up = dd_unix_address(c->metrics_address);
 	if (up)
 		CHECK(up[0] == '/' && up[strlen(up) - 1] != '/');
 	else
-		CHECK(!c->metrics_address[0] || da_parse_address(c->metrics_address, &ss) == 0);
+		CHECK(!c->metrics_address[0] || dd_parse_address(c->metrics_address, &ss) == 0);
 	check_list(&c->fs_include, false);
 	check_list(&c->fs_exclude, false);
 	check_list(&c->path_include, false);
@@ -66,12 +66,12 @@ static void check_config(const struct da_config *c)
 	check_list(&c->cgroup_exclude, true);
 	check_list(&c->metrics_hosts, false);
 	for (int i = 0; i < c->metrics_hosts.n; i++)
-		CHECK(da_host_parse(c->metrics_hosts.v[i], &h) == 0);
+		CHECK(dd_host_parse(c->metrics_hosts.v[i], &h) == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct da_config c;
+	struct dd_config c;
 	char err[1024];
 	bool missing;
 
@@ -83,9 +83,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(ftruncate(memfd, 0) == 0);
 	CHECK(pwrite(memfd, data, size, 0) == (ssize_t)size);
 
-	da_config_defaults(&c);
+	dd_config_defaults(&c);
 	err[0] = '\0';
-	int r = da_config_load(&c, path, &missing, err, sizeof(err));
+	int r = dd_config_load(&c, path, &missing, err, sizeof(err));
 	CHECK(!missing);
 	if (r == 0) {
 		check_config(&c);
@@ -103,6 +103,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(!strncmp(err, path, strlen(path)) && err[strlen(path)] == ':');
 		CHECK(!strchr(err, '\n'));
 	}
-	da_config_free(&c);
+	dd_config_free(&c);
 	return 0;
 }

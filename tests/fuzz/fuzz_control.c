@@ -72,7 +72,7 @@ static void check_json(const char *cmd, const char *body)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char whole[DA_CTL_MAX_REQUEST], bytewise[DA_CTL_MAX_REQUEST];
+	char whole[DD_CTL_MAX_REQUEST], bytewise[DD_CTL_MAX_REQUEST];
 
 	if (!d.config_path)
 		snapshot_daemon_init(&d);
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	int r = frame(data, size, 0, whole, sizeof(whole));
 	CHECK(frame(data, size, 1, bytewise, sizeof(bytewise)) == r);
-	if (nl && nl - data < DA_CTL_MAX_REQUEST - 1)
+	if (nl && nl - data < DD_CTL_MAX_REQUEST - 1)
 		CHECK(r == 1); /* complete: no waiting for the timeout */
 	if (r != 1)
 		return 0; /* closed without an answer (too long) or left for more */

@@ -6,7 +6,7 @@
  * on 127.0.0.1 (where the Host check applies), answering from a status snapshot (snapshot.h).
  *
  * Input: one selector byte, then what the client sends (it then reads the answer).  Bit 0 of the selector picks the endpoint (1: TCP); the rest picks the local
- * address for a direct da_host_allowed() check of the request's Host header.  Checked besides
+ * address for a direct dd_host_allowed() check of the request's Host header.  Checked besides
  * the sanitizers' reports: an answer is HTTP; the metrics page goes out over TCP only to a request
  * whose Host is allowed (or that has none); a Host that is allowed names the local address,
  * localhost or an allowed_hosts entry.
@@ -156,11 +156,11 @@ static socklen_t local_address(unsigned sel, struct sockaddr_storage *ss)
 /* An allowed Host names the local address, loopback, localhost or one of allowed_hosts. */
 static void check_host(const char *host, const struct sockaddr *local)
 {
-	struct da_host h;
-	bool ok = da_host_allowed(host, local, &d.cfg.metrics_hosts);
+	struct dd_host h;
+	bool ok = dd_host_allowed(host, local, &d.cfg.metrics_hosts);
 	if (!ok || !host || local->sa_family == AF_UNIX)
 		return;
-	CHECK(da_host_parse(host, &h) == 0);
+	CHECK(dd_host_parse(host, &h) == 0);
 	struct in_addr a4;
 	struct in6_addr a6;
 	if (h.ipv6)
@@ -262,7 +262,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (tcp && !strncmp(head + 8, " 200", 4) && body && !strncmp(body + 4, "# HELP", 6)) {
 		bool allowed = nh == 0;
 		for (int i = 0; i < nh && !allowed; i++)
-			allowed = da_host_allowed(hosts[i], (struct sockaddr *)&ep_tcp, &d.cfg.metrics_hosts);
+			allowed = dd_host_allowed(hosts[i], (struct sockaddr *)&ep_tcp, &d.cfg.metrics_hosts);
 		CHECK(allowed);
 	}
 	return 0;

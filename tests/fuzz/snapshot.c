@@ -20,7 +20,7 @@ static struct {
 void snapshot_daemon_init(struct daemon *d)
 {
 	memset(d, 0, sizeof(*d));
-	da_config_defaults(&d->cfg);
+	dd_config_defaults(&d->cfg);
 	d->config_path = "/etc/dirahead/dirahead.conf";
 	d->start_usec = 1;
 	d->stats.scans_confirmed = 12;
@@ -31,7 +31,7 @@ void snapshot_daemon_init(struct daemon *d)
 	d->stats.judged = 3;
 	d->stats.judged_before_s = 0.00036;
 	d->stats.judged_after_s = 0.00003;
-	da_stats_latency(&d->stats, 250000);
+	dd_stats_latency(&d->stats, 250000);
 	snap.pol = policy_new(&d->cfg);
 	struct pol_fs *f = policy_fs(snap.pol, 0, 55, 0x65735546 /* fuse */, 1);
 	f->verdict = POL_PAYS;
@@ -45,7 +45,7 @@ void snapshot_daemon_fini(struct daemon *d)
 {
 	policy_free(snap.pol);
 	snap.pol = NULL;
-	da_config_free(&d->cfg);
+	dd_config_free(&d->cfg);
 }
 
 void snapshot_set_scan(const uint8_t *data, size_t len)

@@ -18,9 +18,9 @@
 #define T0 (1000 * SEC)
 #define FUSE 0x65735546ull
 
-static struct da_config defaults(void)
+static struct dd_config defaults(void)
 {
-	return (struct da_config){
+	return (struct dd_config){
 		.depth_per_scan = 64, .depth_total = 128, .policy_enabled = true, .probe_stats = 8,
 		.start_factor = 1.5, .entry_cost_us = 10, .gain_stats = 64, .min_gain = 1.3,
 		.reprobe_s = 60, .mute_ms = 2000, .depth_min = 4, .max_filesystems = 256,
@@ -53,7 +53,7 @@ static void quiet(void **state)
 static void verdicts(void **state)
 {
 	(void)state;
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	struct policy *p = policy_new(&c);
 	assert_non_null(p);
 	/* never seen: arm, and nothing is created by asking */

@@ -3,7 +3,7 @@
  * ctl_request (daemon/common/ctlproto.c), against a stand-in daemon on a socket of its own: the
  * request line arrives whole; "ok" gives 0 and the body, "error MSG" 1 and the message, anything
  * else -EPROTO; a close without a word is -EACCES (refused), no socket -ENOENT, a daemon that never
- * answers -ETIMEDOUT at the deadline, a reply over DA_CTL_MAX_REPLY -EMSGSIZE, a command or path
+ * answers -ETIMEDOUT at the deadline, a reply over DD_CTL_MAX_REPLY -EMSGSIZE, a command or path
  * too long for the protocol -EINVAL and -ENAMETOOLONG.
  */
 #include <setjmp.h>
@@ -29,7 +29,7 @@ struct server {
 	int fd;
 	const char *reply; /* NULL: hold the connection until the client gives up */
 	size_t big;        /* instead of reply: this many bytes after "ok\n" */
-	char got[DA_CTL_MAX_REQUEST];
+	char got[DD_CTL_MAX_REQUEST];
 };
 
 static void *serve(void *arg)
@@ -97,7 +97,7 @@ static int ask(const char *reply, size_t big, char **body, char *got, int timeou
 
 static void test_ok(void **state)
 {
-	char *body, got[DA_CTL_MAX_REQUEST];
+	char *body, got[DD_CTL_MAX_REQUEST];
 	(void)state;
 	assert_int_equal(ask("ok\n{\"a\":1}\n", 0, &body, got, 5000), 0);
 	assert_string_equal(got, "status\n");
@@ -132,12 +132,12 @@ static void test_refused(void **state)
 
 static void test_limits(void **state)
 {
-	char *body, long_cmd[DA_CTL_MAX_REQUEST + 1];
+	char *body, long_cmd[DD_CTL_MAX_REQUEST + 1];
 	(void)state;
 	/* the stand-in never answers: the client gives up at its deadline */
 	assert_int_equal(ask(NULL, 0, &body, NULL, 200), -ETIMEDOUT);
 	assert_null(body);
-	assert_int_equal(ask(NULL, DA_CTL_MAX_REPLY + 65536, &body, NULL, 60000), -EMSGSIZE);
+	assert_int_equal(ask(NULL, DD_CTL_MAX_REPLY + 65536, &body, NULL, 60000), -EMSGSIZE);
 	assert_null(body);
 	memset(long_cmd, 'a', sizeof(long_cmd) - 1);
 	long_cmd[sizeof(long_cmd) - 1] = '\0';

@@ -40,28 +40,28 @@ static struct sockaddr_storage v6(const char *ip, unsigned port)
 	return ss;
 }
 
-#define OK(host, ss, extra) assert_true(da_host_allowed(host, (struct sockaddr *)&(ss), extra))
-#define NO(host, ss, extra) assert_false(da_host_allowed(host, (struct sockaddr *)&(ss), extra))
+#define OK(host, ss, extra) assert_true(dd_host_allowed(host, (struct sockaddr *)&(ss), extra))
+#define NO(host, ss, extra) assert_false(dd_host_allowed(host, (struct sockaddr *)&(ss), extra))
 
 static void test_parse(void **state)
 {
-	struct da_host h;
+	struct dd_host h;
 	(void)state;
-	assert_int_equal(da_host_parse("localhost:9567", &h), 0);
+	assert_int_equal(dd_host_parse("localhost:9567", &h), 0);
 	assert_string_equal(h.name, "localhost");
 	assert_int_equal(h.port, 9567);
-	assert_int_equal(da_host_parse("[::1]:80", &h), 0);
+	assert_int_equal(dd_host_parse("[::1]:80", &h), 0);
 	assert_string_equal(h.name, "::1");
 	assert_true(h.ipv6);
-	assert_int_equal(da_host_parse("example.org", &h), 0);
+	assert_int_equal(dd_host_parse("example.org", &h), 0);
 	assert_int_equal(h.port, 0);
-	assert_int_equal(da_host_parse("example.org:", &h), 0); /* empty port: the default */
+	assert_int_equal(dd_host_parse("example.org:", &h), 0); /* empty port: the default */
 	assert_int_equal(h.port, 0);
 	static const char *bad[] = { "", ":80", "a:b", "a:0", "a:65536", "a:123456", "a:80:80",
 				     "user@host", "a b", "[::1", "[::1]x", "[1.2.3.4]", "[]",
 				     "[fe80::1%25eth0]:80", "h\x1b", "a/b" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(da_host_parse(bad[i], &h), -1);
+		assert_int_equal(dd_host_parse(bad[i], &h), -1);
 }
 
 static void test_loopback_v4(void **state)
@@ -108,7 +108,7 @@ static void test_listen_address(void **state)
 static void test_allowed_hosts(void **state)
 {
 	char n1[] = "myhost.example", n2[] = "proxy.example:8080", n3[] = "[2001:db8::9]";
-	struct da_strlist extra = { 3, { n1, n2, n3 } };
+	struct dd_strlist extra = { 3, { n1, n2, n3 } };
 	struct sockaddr_storage a = v4("0.0.0.0", 9567);
 	(void)state;
 	OK("myhost.example:9567", a, &extra);
@@ -125,8 +125,8 @@ static void test_unix(void **state)
 {
 	struct sockaddr_un u = { .sun_family = AF_UNIX };
 	(void)state;
-	assert_true(da_host_allowed("anything:1", (struct sockaddr *)&u, NULL));
-	assert_true(da_host_allowed(NULL, (struct sockaddr *)&u, NULL));
+	assert_true(dd_host_allowed("anything:1", (struct sockaddr *)&u, NULL));
+	assert_true(dd_host_allowed(NULL, (struct sockaddr *)&u, NULL));
 }
 
 int main(void)

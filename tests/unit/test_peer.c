@@ -24,13 +24,13 @@ static void in_group(void **state)
 {
 	(void)state;
 	gid_t g[] = { 10, 20, 30 };
-	assert_true(da_peer_in_group(0, 0, NULL, 0, (gid_t)-1));     /* root, no group */
-	assert_true(da_peer_in_group(0, 5, NULL, 0, 7));              /* root, not a member */
-	assert_false(da_peer_in_group(1000, 7, g, 3, (gid_t)-1));     /* no group: root only */
-	assert_true(da_peer_in_group(1000, 7, NULL, 0, 7));           /* primary */
-	assert_true(da_peer_in_group(1000, 7, g, 3, 30));             /* supplementary */
-	assert_false(da_peer_in_group(1000, 7, g, 3, 40));
-	assert_false(da_peer_in_group(1000, 7, g, 0, 10));            /* no list given */
+	assert_true(dd_peer_in_group(0, 0, NULL, 0, (gid_t)-1));     /* root, no group */
+	assert_true(dd_peer_in_group(0, 5, NULL, 0, 7));              /* root, not a member */
+	assert_false(dd_peer_in_group(1000, 7, g, 3, (gid_t)-1));     /* no group: root only */
+	assert_true(dd_peer_in_group(1000, 7, NULL, 0, 7));           /* primary */
+	assert_true(dd_peer_in_group(1000, 7, g, 3, 30));             /* supplementary */
+	assert_false(dd_peer_in_group(1000, 7, g, 3, 40));
+	assert_false(dd_peer_in_group(1000, 7, g, 0, 10));            /* no list given */
 }
 
 static struct sockaddr_in v4(const char *ip, unsigned port)
@@ -65,11 +65,11 @@ static void tcp_loopback(void **state)
 	const char *src[] = { "127.0.0.1", "127.0.0.2", "127.0.0.77" };
 	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++) {
 		int cfd, sfd = connect_from(src[i], &cfd);
-		struct da_peer p;
-		assert_int_equal(da_peer_identify(sfd, &p), 0);
-		if (p.kind == DA_PEER_REMOTE && p.diag_errno != ENOENT)
+		struct dd_peer p;
+		assert_int_equal(dd_peer_identify(sfd, &p), 0);
+		if (p.kind == DD_PEER_REMOTE && p.diag_errno != ENOENT)
 			skip(); /* no sock_diag here (a sandbox without AF_NETLINK) */
-		assert_int_equal(p.kind, DA_PEER_LOCAL);
+		assert_int_equal(p.kind, DD_PEER_LOCAL);
 		assert_int_equal(p.uid, geteuid());
 		close(cfd);
 		close(sfd);
@@ -83,7 +83,7 @@ static void tcp_not_found(void **state)
 	struct sockaddr_in peer = v4("127.0.0.9", 1), local = v4("127.0.0.1", 1);
 	uid_t uid;
 	errno = 0;
-	assert_int_equal(da_peer_tcp_owner((struct sockaddr *)&peer, (struct sockaddr *)&local, &uid), -1);
+	assert_int_equal(dd_peer_tcp_owner((struct sockaddr *)&peer, (struct sockaddr *)&local, &uid), -1);
 	if (errno != ENOENT && errno != EAFNOSUPPORT && errno != EPERM)
 		fail_msg("errno %d", errno);
 }
@@ -92,14 +92,14 @@ static void unix_cred(void **state)
 {
 	(void)state;
 	int sv[2];
-	struct da_peer p;
+	struct dd_peer p;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(da_peer_identify(sv[0], &p), 0);
-	assert_int_equal(p.kind, DA_PEER_UNIX);
+	assert_int_equal(dd_peer_identify(sv[0], &p), 0);
+	assert_int_equal(p.kind, DD_PEER_UNIX);
 	assert_int_equal(p.uid, geteuid());
 	assert_int_equal(p.gid, getegid());
-	assert_true(da_peer_member(&p, sv[0], getegid()) || geteuid() == 0);
-	assert_true(da_peer_member(&p, sv[0], (gid_t)-1) == (geteuid() == 0));
+	assert_true(dd_peer_member(&p, sv[0], getegid()) || geteuid() == 0);
+	assert_true(dd_peer_member(&p, sv[0], (gid_t)-1) == (geteuid() == 0));
 	close(sv[0]);
 	close(sv[1]);
 }

@@ -23,9 +23,9 @@
 #define FUSE 0x65735546ull
 
 /* What config.c's defaults set for the keys policy.c reads. */
-static struct da_config defaults(void)
+static struct dd_config defaults(void)
 {
-	return (struct da_config){
+	return (struct dd_config){
 		.depth_per_scan = 64, .depth_total = 128, .policy_enabled = true, .probe_stats = 8,
 		.start_factor = 4.0, .entry_cost_us = 10, .gain_stats = 64, .min_gain = 1.3,
 		.reprobe_s = 60, .mute_ms = 2000, .depth_min = 4, .max_filesystems = 256,
@@ -38,7 +38,7 @@ static const struct pol_cost none = { .lat_ns = -1, .gap_ns = -1 };
 
 static int setup(void **state)
 {
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	*state = policy_new(&c);
 	return *state ? 0 : -1;
 }
@@ -76,7 +76,7 @@ static void test_knobs(void **state)
 	assert_int_equal(fs->verdict, POL_UNKNOWN);
 	assert_int_equal(fs->backoff, 1);
 	assert_string_equal(pol_verdict_names[POL_NO_GAIN], "no_gain");
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	c.policy_enabled = false;
 	policy_reconfigure(p, &c);
 	assert_false(policy_enabled(p));
@@ -256,7 +256,7 @@ static void test_depth_clamps(void **state)
 {
 	struct policy *p = *state;
 	struct pol_fs *fs = policy_fs(p, 8, 1, EXT4, T0);
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	fs->depth = 1000;
 	assert_int_equal(policy_depth(p, fs), 64);
 	fs->depth = 1;
@@ -307,7 +307,7 @@ static struct seen list(struct policy *p)
 static void test_lru(void **state)
 {
 	struct policy *p = *state;
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	c.max_filesystems = 3;
 	policy_reconfigure(p, &c);
 	for (uint32_t m = 1; m <= 3; m++)
@@ -374,7 +374,7 @@ static void test_reconfigure(void **state)
 		assert_false(judge_no_gain(p, fs, T0 + m * SEC));
 	}
 	policy_account_cpu(p, NULL, 768 * 3000, 768); /* half the way from the prior */
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	c.start_factor = 2;
 	c.probe_stats = 32;
 	c.reprobe_s = 5;
@@ -610,7 +610,7 @@ static void test_list_judge(void **state)
 		policy_list_judge(p, g, true, 3900000, T0);
 	assert_int_equal(g->list.verdict, POL_NO_GAIN);
 	/* with the policy off, listing ahead is always allowed and never judged */
-	struct da_config c = defaults();
+	struct dd_config c = defaults();
 	c.policy_enabled = false;
 	policy_reconfigure(p, &c);
 	assert_true(policy_list_allowed(p, g, T0 + SEC));

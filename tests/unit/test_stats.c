@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
- * daemon/diraheadd/stats.c.  da_stats_summary: the periodic log line at the default level says
+ * daemon/diraheadd/stats.c.  dd_stats_summary: the periodic log line at the default level says
  * what the counters did between two snapshots, names the reasons that moved and no others, and
  * is empty when nothing moved (an idle daemon logs nothing).  The statistics table: every counter
- * of struct da_stats is declared by exactly one row, no JSON key or metric twice, each metric
+ * of struct dd_stats is declared by exactly one row, no JSON key or metric twice, each metric
  * with its type and help; the same of the filesystems' table; the values both renderings derive
  * (means, units) and the merged skip reason of the metric.
  */
@@ -20,42 +20,42 @@
 
 static void test_nothing(void **state)
 {
-	struct da_stats a = { 0 }, b = { 0 };
+	struct dd_stats a = { 0 }, b = { 0 };
 	char buf[512] = "x";
 	(void)state;
-	assert_int_equal(da_stats_summary(&b, &a, buf, sizeof(buf)), 0);
+	assert_int_equal(dd_stats_summary(&b, &a, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "");
 	/* counters the summary does not report do not make one */
 	b.reloads_ok = 3;
-	b.http_requests[DA_HTTP_OK] = 9;
-	assert_int_equal(da_stats_summary(&b, &a, buf, sizeof(buf)), 0);
+	b.http_requests[DD_HTTP_OK] = 9;
+	assert_int_equal(dd_stats_summary(&b, &a, buf, sizeof(buf)), 0);
 }
 
 static void test_deltas(void **state)
 {
-	struct da_stats a = { 0 }, b;
+	struct dd_stats a = { 0 }, b;
 	char buf[512];
 	(void)state;
 	a.scans_confirmed = 10;
-	a.scans_ended[DA_END_COMPLETED] = 5;
+	a.scans_ended[DD_END_COMPLETED] = 5;
 	a.entries_prefetched = 1000;
 	b = a;
 	b.scans_confirmed += 4;
 	b.scans_started += 3;
-	b.scans_ended[DA_END_COMPLETED] += 2;
-	b.scans_ended[DA_END_NO_GAIN] += 1;
-	b.skips[DA_SKIP_FAST] += 1;
+	b.scans_ended[DD_END_COMPLETED] += 2;
+	b.scans_ended[DD_END_NO_GAIN] += 1;
+	b.skips[DD_SKIP_FAST] += 1;
 	b.entries_prefetched += 500;
 	b.hits += 480;
 	b.misses += 7;
-	size_t n = da_stats_summary(&b, &a, buf, sizeof(buf));
+	size_t n = dd_stats_summary(&b, &a, buf, sizeof(buf));
 	assert_int_equal(n, strlen(buf));
 	assert_string_equal(buf, "4 scans confirmed, 3 started, 3 ended (2 completed, 1 no_gain), "
 				 "1 skipped (1 fast_stats); 500 entries prefetched, 480 hits, 7 misses");
 	b.walks_started += 1;
-	b.walks_ended[DA_WALK_END_EXITED] += 1;
-	b.errors[DA_ERR_EIO] += 2;
-	da_stats_summary(&b, &a, buf, sizeof(buf));
+	b.walks_ended[DD_WALK_END_EXITED] += 1;
+	b.errors[DD_ERR_EIO] += 2;
+	dd_stats_summary(&b, &a, buf, sizeof(buf));
 	assert_string_equal(buf, "4 scans confirmed, 3 started, 3 ended (2 completed, 1 no_gain), "
 				 "1 skipped (1 fast_stats); 1 walks started, 1 ended (1 process_exited); "
 				 "500 entries prefetched, 480 hits, 7 misses, 2 errors (2 eio)");
@@ -63,11 +63,11 @@ static void test_deltas(void **state)
 
 static void test_small_buffer(void **state)
 {
-	struct da_stats a = { 0 }, b = { 0 };
+	struct dd_stats a = { 0 }, b = { 0 };
 	char buf[16];
 	(void)state;
 	b.scans_confirmed = 123456;
-	size_t n = da_stats_summary(&b, &a, buf, sizeof(buf));
+	size_t n = dd_stats_summary(&b, &a, buf, sizeof(buf));
 	assert_int_equal(n, strlen(buf));
 	assert_true(n < sizeof(buf));
 	assert_memory_equal(buf, "123456 scans co", 15);
@@ -82,11 +82,11 @@ static bool seen(const char **names, int *n, const char *name)
 	return false;
 }
 
-/* Each 8-byte field of struct da_stats at off..off+count*8, counted once for row r. */
+/* Each 8-byte field of struct dd_stats at off..off+count*8, counted once for row r. */
 static void mark(int *rows_of, int *last_row, size_t r, size_t off, int count)
 {
-	const size_t s0 = offsetof(struct da_stats_view, s);
-	if (off < s0 || off >= s0 + sizeof(struct da_stats))
+	const size_t s0 = offsetof(struct dd_stats_view, s);
+	if (off < s0 || off >= s0 + sizeof(struct dd_stats))
 		return;
 	for (int i = 0; i < count; i++) {
 		size_t slot = (off - s0) / 8 + (size_t)i;
@@ -98,18 +98,18 @@ static void mark(int *rows_of, int *last_row, size_t r, size_t off, int count)
 
 static void test_table(void **state)
 {
-	enum { SLOTS = sizeof(struct da_stats) / 8 };
+	enum { SLOTS = sizeof(struct dd_stats) / 8 };
 	static const char *keys[256], *metrics[256];
 	int nkeys = 0, nmetrics = 0, rows_of[SLOTS] = { 0 }, last_row[SLOTS];
 	(void)state;
-	assert_int_equal(sizeof(struct da_stats) % 8, 0);
+	assert_int_equal(sizeof(struct dd_stats) % 8, 0);
 	for (int i = 0; i < SLOTS; i++)
 		last_row[i] = -1;
-	for (size_t i = 0; i < da_stat_nrows; i++) {
-		const struct da_stat_row *r = &da_stat_rows[i];
-		if (r->shape == DA_STAT_HOOK)
+	for (size_t i = 0; i < dd_stat_nrows; i++) {
+		const struct dd_stat_row *r = &dd_stat_rows[i];
+		if (r->shape == DD_STAT_HOOK)
 			continue;
-		assert_true(r->json || r->metric || r->shape == DA_STAT_PARTS);
+		assert_true(r->json || r->metric || r->shape == DD_STAT_PARTS);
 		if (r->json)
 			assert_false(seen(keys, &nkeys, r->json));
 		if (r->metric) {
@@ -120,32 +120,32 @@ static void test_table(void **state)
 			/* Prometheus: counters end in _total, gauges do not */
 			size_t len = strlen(r->metric);
 			assert_int_equal(!strcmp(r->type, "counter"), len > 6 && !strcmp(r->metric + len - 6, "_total"));
-			assert_true(r->shape == DA_STAT_VALUE || r->label);
+			assert_true(r->shape == DD_STAT_VALUE || r->label);
 		}
 		switch (r->shape) {
-		case DA_STAT_VALUE:
+		case DD_STAT_VALUE:
 			mark(rows_of, last_row, i, r->off, 1);
 			mark(rows_of, last_row, i, r->json_off, 1);
 			break;
-		case DA_STAT_REASONS:
+		case DD_STAT_REASONS:
 			assert_true(r->n > 0 && r->names);
 			mark(rows_of, last_row, i, r->off, r->n);
 			break;
-		case DA_STAT_PARTS:
+		case DD_STAT_PARTS:
 			assert_non_null(r->part[0].label);
-			for (int p = 0; p < DA_STAT_PARTS_MAX && r->part[p].label; p++) {
+			for (int p = 0; p < DD_STAT_PARTS_MAX && r->part[p].label; p++) {
 				if (r->part[p].json)
 					assert_false(seen(keys, &nkeys, r->part[p].json));
 				mark(rows_of, last_row, i, r->part[p].off, 1);
 				mark(rows_of, last_row, i, r->part[p].json_off, 1);
 			}
 			break;
-		case DA_STAT_HOOK:
+		case DD_STAT_HOOK:
 			break;
 		}
 	}
 	/* the latency histogram is a section of its own (a hook); every other field is one row's */
-	for (size_t slot = 0; slot < offsetof(struct da_stats, lat_bucket) / 8; slot++)
+	for (size_t slot = 0; slot < offsetof(struct dd_stats, lat_bucket) / 8; slot++)
 		assert_int_equal(rows_of[slot], 1);
 }
 
@@ -155,14 +155,14 @@ static void test_fs_table(void **state)
 	static const char *keys[64], *metrics[64];
 	int nkeys = 0, nmetrics = 0;
 	(void)state;
-	for (size_t i = 0; i < da_fs_nrows; i++) {
-		const struct da_fs_row *r = &da_fs_rows[i];
+	for (size_t i = 0; i < dd_fs_nrows; i++) {
+		const struct dd_fs_row *r = &dd_fs_rows[i];
 		assert_non_null(r->field[0].json);
-		for (int k = 0; k < DA_STAT_PARTS_MAX && r->field[k].json; k++) {
+		for (int k = 0; k < DD_STAT_PARTS_MAX && r->field[k].json; k++) {
 			assert_false(seen(keys, &nkeys, r->field[k].json));
 			assert_true(r->field[k].off < sizeof(struct pol_fs));
 			/* a family's samples differ by their label, or it has one sample */
-			if (r->metric && r->kind != DA_FS_VERDICT)
+			if (r->metric && r->kind != DD_FS_VERDICT)
 				assert_true(r->field[k].label ? r->label != NULL : k == 0 && !r->field[1].json);
 		}
 		if (!r->metric)
@@ -172,41 +172,41 @@ static void test_fs_table(void **state)
 		assert_true(r->help && r->help[0]);
 		size_t len = strlen(r->metric);
 		assert_int_equal(!strcmp(r->type, "counter"), !strcmp(r->metric + len - 6, "_total"));
-		assert_true(r->kind != DA_FS_VERDICT || r->label);
+		assert_true(r->kind != DD_FS_VERDICT || r->label);
 	}
 	assert_true(seen(keys, &nkeys, "verdict") && seen(keys, &nkeys, "list_us_own"));
 }
 
 static void test_view(void **state)
 {
-	static struct da_stats_view v;
-	const struct da_stat_row *skips = NULL;
+	static struct dd_stats_view v;
+	const struct dd_stat_row *skips = NULL;
 	uint64_t n;
 	(void)state;
 	v.s.judged = 4;
 	v.s.judged_before_s = 0.0004;
 	v.s.judged_after_s = 0.0001;
 	v.entry_cost_ns = 2500;
-	da_stats_view_derive(&v);
+	dd_stats_view_derive(&v);
 	assert_true(v.app_stat_us_before > 99.999 && v.app_stat_us_before < 100.001);
 	assert_true(v.app_stat_us_prefetch > 24.999 && v.app_stat_us_prefetch < 25.001);
 	assert_true(v.entry_cost_us > 2.4999 && v.entry_cost_us < 2.5001);
 	assert_true(v.entry_cost_s > 2.4999e-6 && v.entry_cost_s < 2.5001e-6);
 	v.s.judged = 0;
-	da_stats_view_derive(&v);
+	dd_stats_view_derive(&v);
 	assert_true(v.app_stat_us_before == 0 && v.app_stat_us_prefetch == 0);
 
-	for (size_t i = 0; i < da_stat_nrows; i++)
-		if (da_stat_rows[i].json && !strcmp(da_stat_rows[i].json, "skips"))
-			skips = &da_stat_rows[i];
+	for (size_t i = 0; i < dd_stat_nrows; i++)
+		if (dd_stat_rows[i].json && !strcmp(dd_stat_rows[i].json, "skips"))
+			skips = &dd_stat_rows[i];
 	assert_non_null(skips);
-	v.s.skips[DA_SKIP_MISMATCH] = 3;
-	v.s.skips[DA_SKIP_OPEN_FAILED] = 4;
-	v.s.skips[DA_SKIP_SMALL] = 5;
-	assert_false(da_stat_reason_metric(skips, &v, DA_SKIP_MISMATCH, &n));
-	assert_true(da_stat_reason_metric(skips, &v, DA_SKIP_OPEN_FAILED, &n));
+	v.s.skips[DD_SKIP_MISMATCH] = 3;
+	v.s.skips[DD_SKIP_OPEN_FAILED] = 4;
+	v.s.skips[DD_SKIP_SMALL] = 5;
+	assert_false(dd_stat_reason_metric(skips, &v, DD_SKIP_MISMATCH, &n));
+	assert_true(dd_stat_reason_metric(skips, &v, DD_SKIP_OPEN_FAILED, &n));
 	assert_int_equal(n, 7);
-	assert_true(da_stat_reason_metric(skips, &v, DA_SKIP_SMALL, &n));
+	assert_true(dd_stat_reason_metric(skips, &v, DD_SKIP_SMALL, &n));
 	assert_int_equal(n, 5);
 }
 
