@@ -136,8 +136,9 @@ static void add_row(json_object *o, struct daemon *d, const struct dd_stat_row *
 			break;
 		sub = json_object_new_object();
 		for (int i = 0; i < r->n; i++)
-			json_object_object_add(sub, r->names[i],
-					       jvalue(false, v, r->json_off + (size_t)i * sizeof(uint64_t)));
+			if (r->names[i]) /* NULL: a reason of the family that never ends this kind */
+				json_object_object_add(sub, r->names[i],
+						       jvalue(false, v, r->json_off + (size_t)i * sizeof(uint64_t)));
 		json_object_object_add(o, r->json, sub);
 		break;
 	case DD_STAT_PARTS:

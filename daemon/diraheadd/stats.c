@@ -12,9 +12,16 @@
 #include "policy.h"
 
 #define X_NAME(e, s) s,
-const char *const dd_end_reason_names[DD_END_MAX] = { DD_END_REASONS(X_NAME) };
+#define X_END(e, s, who) [DD_END_##e] = s,
+const char *const dd_end_reason_names[DD_END_MAX] = { DD_END_REASONS(X_END) };
+#undef X_END
+#define X_END(e, s, who) [DD_END_##e] = (who) & DD_ENDS_SCAN ? s : NULL,
+const char *const dd_scan_end_names[DD_END_MAX] = { DD_END_REASONS(X_END) };
+#undef X_END
+#define X_END(e, s, who) [DD_END_##e] = (who) & DD_ENDS_WALK ? s : NULL,
+const char *const dd_walk_end_names[DD_END_MAX] = { DD_END_REASONS(X_END) };
+#undef X_END
 const char *const dd_skip_reason_names[DD_SKIP_MAX] = { DD_SKIP_REASONS(X_NAME) };
-const char *const dd_walk_end_reason_names[DD_WALK_END_MAX] = { DD_WALK_END_REASONS(X_NAME) };
 #undef X_NAME
 const char *const dd_err_class_names[DD_ERR_MAX] = { "enoent", "eacces", "eio", "other" };
 #define X_NAME(e, s) s,
@@ -69,7 +76,7 @@ const struct dd_stat_row dd_stat_rows[] = {
 		"Scans confirmed without a listing: stats of many names of one directory in a row."),
 	JSON_ONLY("scans_started", S(scans_started)),
 	{ REASONS("scans_ended", "dirahead_scans_ended_total", "reason", S(scans_ended),
-		  dd_end_reason_names, DD_END_MAX, "Scans ended, by reason (completed or why aborted).") },
+		  dd_scan_end_names, DD_END_MAX, "Scans ended, by reason (completed or why aborted).") },
 	/* Every local user may read the metrics page: "mismatch" (something other than the directory
 	 * opened) next to "open_failed" would tell whether another user's path exists.  Both are
 	 * open_failed there; `diraheadctl stats` (root or the control group) tells them apart. */
@@ -114,7 +121,7 @@ const struct dd_stat_row dd_stat_rows[] = {
 	COUNTER("walk_entries_used", "dirahead_walk_entries_used_total", S(walk_entries_used),
 		"Entries walks fetched in directories the program then listed."),
 	{ REASONS("walks_ended", "dirahead_walks_ended_total", "reason", S(walks_ended),
-		  dd_walk_end_reason_names, DD_WALK_END_MAX, "Walks ended, by reason.") },
+		  dd_walk_end_names, DD_END_MAX, "Walks ended, by reason.") },
 	GAUGE("active_walks", "dirahead_active_walks", V(active_walks), "Walks running now."),
 	GAUGE("openers_stuck", "dirahead_openers_stuck", V(openers_stuck),
 	      "Openers (of scans' and walks' directories) running for over a second now: on a hung filesystem."),
@@ -201,8 +208,8 @@ bool dd_stat_reason_metric(const struct dd_stat_row *r, const struct dd_stats_vi
 			   uint64_t *out)
 {
 	assert(r->shape == DD_STAT_REASONS && i >= 0 && i < r->n);
-	if (r->merge && i == r->hidden)
-		return false;
+	if (!r->names[i] || (r->merge && i == r->hidden))
+		return false;  /* a reason of the family that never ends this kind, or merged */
 	*out = dd_stat_u64(v, r->off + (size_t)i * sizeof(uint64_t));
 	if (r->merge && i == r->into)
 		*out += dd_stat_u64(v, r->off + (size_t)r->hidden * sizeof(uint64_t));
@@ -256,7 +263,7 @@ static void put_reasons(struct out *o, const char *what, const uint64_t *now, co
 	bool first = true;
 	put(o, ", %llu %s", (unsigned long long)(sum(now, n) - sum(prev, n)), what);
 	for (int i = 0; i < n; i++) {
-		if (now[i] == prev[i])
+		if (now[i] == prev[i] || !names[i])
 			continue;
 		put(o, "%s%llu %s", first ? " (" : ", ", (unsigned long long)(now[i] - prev[i]), names[i]);
 		first = false;
@@ -270,7 +277,7 @@ size_t dd_stats_summary(const struct dd_stats *now, const struct dd_stats *prev,
 	struct out o = { buf, len, 0 };
 	uint64_t d_err = sum(now->errors, DD_ERR_MAX) - sum(prev->errors, DD_ERR_MAX);
 	bool walks = now->walks_started != prev->walks_started ||
-		     sum(now->walks_ended, DD_WALK_END_MAX) != sum(prev->walks_ended, DD_WALK_END_MAX);
+		     sum(now->walks_ended, DD_END_MAX) != sum(prev->walks_ended, DD_END_MAX);
 	if (len)
 		buf[0] = '\0';
 	if (now->scans_confirmed == prev->scans_confirmed && now->scans_started == prev->scans_started &&
@@ -282,12 +289,11 @@ size_t dd_stats_summary(const struct dd_stats *now, const struct dd_stats *prev,
 	put(&o, "%llu scans confirmed, %llu started",
 	    (unsigned long long)(now->scans_confirmed - prev->scans_confirmed),
 	    (unsigned long long)(now->scans_started - prev->scans_started));
-	put_reasons(&o, "ended", now->scans_ended, prev->scans_ended, dd_end_reason_names, DD_END_MAX);
+	put_reasons(&o, "ended", now->scans_ended, prev->scans_ended, dd_scan_end_names, DD_END_MAX);
 	put_reasons(&o, "skipped", now->skips, prev->skips, dd_skip_reason_names, DD_SKIP_MAX);
 	if (walks) {
 		put(&o, "; %llu walks started", (unsigned long long)(now->walks_started - prev->walks_started));
-		put_reasons(&o, "ended", now->walks_ended, prev->walks_ended, dd_walk_end_reason_names,
-			    DD_WALK_END_MAX);
+		put_reasons(&o, "ended", now->walks_ended, prev->walks_ended, dd_walk_end_names, DD_END_MAX);
 	}
 	put(&o, "; %llu entries prefetched, %llu hits, %llu misses",
 	    (unsigned long long)(now->entries_prefetched - prev->entries_prefetched),

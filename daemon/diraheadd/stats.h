@@ -13,20 +13,27 @@
 #include <stdint.h>
 #include "dirahead_event.h"
 
-/* Why a scan ended.  COMPLETED: every entry was prefetched, or the application finished the
- * directory; the rest are aborts. */
+/* Why a scan or a walk (walk.h) ended: one family; the third field says whom a reason ends
+ * (DD_ENDS_SCAN, DD_ENDS_WALK).  COMPLETED: every entry was prefetched, or the application
+ * finished the directory; the rest are aborts. */
+#define DD_ENDS_SCAN 0x1
+#define DD_ENDS_WALK 0x2
+#define DD_ENDS_BOTH (DD_ENDS_SCAN | DD_ENDS_WALK)
 #define DD_END_REASONS(X)                                                                          \
-	X(COMPLETED, "completed")                                                                  \
-	X(EXITED, "process_exited")    /* the application exited mid-way */                      \
-	X(IDLE, "idle")                /* no progress for idle_timeout_ms */                       \
-	X(LOW_HITS, "low_hit_ratio")   /* Lustre: hit ratio under stop_hit_ratio */              \
-	X(MISSES, "consecutive_misses")                                                            \
-	X(VANISHED, "directory_gone")  /* removed, renamed or unreadable mid-way */               \
-	X(EVICTED, "evicted")          /* the detector dropped its state */                       \
-	X(SHUTDOWN, "shutdown")        /* the daemon stopped or was disabled */                   \
-	X(NO_GAIN, "no_gain")          /* prefetching did not make the program's stats cheaper */ \
-	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */   \
-	X(CRED, "credentials_changed") /* the program's credentials changed mid-scan */
+	X(COMPLETED, "completed", DD_ENDS_SCAN)                                                    \
+	X(EXITED, "process_exited", DD_ENDS_BOTH)    /* the program exited or exec'ed mid-way */   \
+	X(IDLE, "idle", DD_ENDS_BOTH)          /* no progress (listing) for idle_timeout_ms */     \
+	X(LOW_HITS, "low_hit_ratio", DD_ENDS_SCAN)   /* Lustre: hit ratio under stop_hit_ratio */  \
+	X(MISSES, "consecutive_misses", DD_ENDS_SCAN)                                              \
+	X(VANISHED, "directory_gone", DD_ENDS_SCAN)  /* removed, renamed or unreadable mid-way */  \
+	X(EVICTED, "evicted", DD_ENDS_SCAN)    /* the detector dropped its state */                \
+	X(SHUTDOWN, "shutdown", DD_ENDS_BOTH)  /* the daemon stopped or was disabled */            \
+	X(NO_GAIN, "no_gain", DD_ENDS_BOTH)    /* what it did ahead did not pay */                 \
+	X(HUNG, "fs_hung", DD_ENDS_BOTH)       /* its requests hang: the breaker opened */         \
+	X(CRED, "credentials_changed", DD_ENDS_BOTH) /* the program's credentials changed */       \
+	X(LEFT, "left_tree", DD_ENDS_WALK)     /* the walker listed a directory outside the tree */\
+	X(FAST, "fast_listings", DD_ENDS_WALK) /* listing only, and the listings wait for nothing */\
+	X(OPEN_FAILED, "open_failed", DD_ENDS_WALK) /* the tree's top could not be opened */
 
 /* Why a confirmed scan was not prefetched. */
 #define DD_SKIP_REASONS(X)                                                                         \
@@ -53,18 +60,6 @@
 	X(OUTSIDE_ROOT, "outside_root") /* a relative path of a program whose cwd is outside its \
 					 * root (a chroot without chdir) */
 
-/* Why a walk (tree-ahead, walk.h) ended. */
-#define DD_WALK_END_REASONS(X)                                                                     \
-	X(EXITED, "process_exited")    /* the walker exited or exec'ed */                          \
-	X(LEFT, "left_tree")           /* it listed a directory outside the tree */                \
-	X(IDLE, "idle")                /* no listing and nothing to fetch for idle_timeout_ms */   \
-	X(NO_GAIN, "no_gain")          /* what it did ahead (fetching, listing) did not pay */    \
-	X(FAST, "fast_listings")       /* listing only, and the listings wait for nothing */      \
-	X(HUNG, "fs_hung")             /* its requests hang: the filesystem's breaker opened */   \
-	X(OPEN_FAILED, "open_failed")  /* the tree's top could not be opened */                    \
-	X(CRED, "credentials_changed") /* the walker's credentials changed */                      \
-	X(SHUTDOWN, "shutdown")
-
 /* What became of a request to the metrics endpoint (httpd.c). */
 #define DD_HTTP_RESULTS(X)                                                                         \
 	X(OK, "ok")                                                                                \
@@ -81,10 +76,7 @@
 #define X_ENUM(e, s) DD_HTTP_##e,
 enum dd_http_result { DD_HTTP_RESULTS(X_ENUM) DD_HTTP_MAX };
 #undef X_ENUM
-#define X_ENUM(e, s) DD_WALK_END_##e,
-enum dd_walk_end_reason { DD_WALK_END_REASONS(X_ENUM) DD_WALK_END_MAX };
-#undef X_ENUM
-#define X_ENUM(e, s) DD_END_##e,
+#define X_ENUM(e, s, who) DD_END_##e,
 enum dd_end_reason { DD_END_REASONS(X_ENUM) DD_END_MAX };
 #undef X_ENUM
 #define X_ENUM(e, s) DD_SKIP_##e,
@@ -125,7 +117,7 @@ struct dd_stats {
 	uint64_t walks_list_only;        /* ... listing only (DIRAHEAD_DIR_LIST_ONLY), or turned so */
 	uint64_t walk_candidates;        /* processes watched for a walk after a skipped scan */
 	uint64_t walk_entries_used;      /* fetched by walks in directories the program listed */
-	uint64_t walks_ended[DD_WALK_END_MAX];
+	uint64_t walks_ended[DD_END_MAX];
 	uint64_t walk_listings;          /* listings of walkers reported by the detector */
 	uint64_t walk_dirs_opened;       /* directories the walks listed */
 	uint64_t walk_dirs_ahead;        /* ... that the program listed after the walk had opened them */
@@ -145,7 +137,9 @@ void dd_stats_latency(struct dd_stats *s, uint64_t ns);
 
 extern const char *const dd_end_reason_names[DD_END_MAX];
 extern const char *const dd_skip_reason_names[DD_SKIP_MAX];
-extern const char *const dd_walk_end_reason_names[DD_WALK_END_MAX];
+/* The names of the reasons that end scans (walks), NULL for the others: for the renderings */
+extern const char *const dd_scan_end_names[DD_END_MAX];
+extern const char *const dd_walk_end_names[DD_END_MAX];
 extern const char *const dd_err_class_names[DD_ERR_MAX];
 extern const char *const dd_http_result_names[DD_HTTP_MAX];
 enum dd_err_class dd_err_class_of(int err);

@@ -165,7 +165,7 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 	wtree_node_free(n);
 }
 
-static void end_walk(struct walk *w, enum dd_walk_end_reason why)
+static void end_walk(struct walk *w, enum dd_end_reason why)
 {
 	struct walk_mgr *m = w->mgr;
 	if (w->life == WALK_ENDED)
@@ -180,7 +180,7 @@ static void end_walk(struct walk *w, enum dd_walk_end_reason why)
 		}
 	detector_walker_clear(m->det, w->tgid);
 	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
-		 "prefetched, %.3f s", w->tgid, w->comm, w->path, dd_walk_end_reason_names[why],
+		 "prefetched, %.3f s", w->tgid, w->comm, w->path, dd_end_reason_names[why],
 		 (unsigned long long)w->visited, (unsigned long long)w->entries,
 		 (double)(mono_ns() - w->start_ns) / 1e9);
 	if (w->root)
@@ -450,7 +450,7 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 				info.first_read_ns, mono_ns()) ==
 		    POL_FAST && w->list_only) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
-		end_walk(w, DD_WALK_END_FAST);
+		end_walk(w, DD_END_FAST);
 		return;
 	}
 	pump(w);
@@ -478,7 +478,7 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 	struct wnode *root = node_new(w, NULL, ".", 0, w->top_parent_ino);
 	if (!root) {
 		close(fd);
-		end_walk(w, DD_WALK_END_OPEN_FAILED);
+		end_walk(w, DD_END_OPEN_FAILED);
 		return false;
 	}
 	struct stat st;
@@ -491,7 +491,7 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 	root->dir = dirahead_dir_submit(m->e, fd, &o);
 	close(fd);
 	if (!root->dir) {
-		end_walk(w, DD_WALK_END_OPEN_FAILED);
+		end_walk(w, DD_END_OPEN_FAILED);
 		return false;
 	}
 	root->state = WN_OPEN;
@@ -512,7 +512,7 @@ static void opened(struct start_job *r)
 	if (r->fd < 0) {
 		log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path, strerror(-r->fd));
 		start_job_free(r);
-		end_walk(w, DD_WALK_END_OPEN_FAILED);
+		end_walk(w, DD_END_OPEN_FAILED);
 		return;
 	}
 	walk_root(w, r->fd, r->up, r->up_fd);
@@ -562,7 +562,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	for (struct walk *o = m->walks; o; o = o->next)
 		if (o->tgid == ev->tgid && o->life != WALK_ENDED &&
 		    (o->dev_major != ev->dev_major || o->dev_minor != ev->dev_minor)) {
-			end_walk(o, DD_WALK_END_LEFT);
+			end_walk(o, DD_END_LEFT);
 			break; /* o may be freed */
 		}
 	if (m->n >= m->cfg.walk_max || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
@@ -632,7 +632,7 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 		start_job_free(job);
 		m->st->skips[why]++;
 	}
-	end_walk(w, DD_WALK_END_OPEN_FAILED);
+	end_walk(w, DD_END_OPEN_FAILED);
 	return false;
 }
 
@@ -716,7 +716,7 @@ static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.first_ns / 1e3,
 			  pol_verdict_names[v]);
 	if (v == POL_NO_GAIN && w->list_only) {
-		end_walk(w, DD_WALK_END_NO_GAIN);
+		end_walk(w, DD_END_NO_GAIN);
 		return true;
 	}
 	return false;
@@ -733,7 +733,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	w->last_ns = mono_ns();
 	/* its credentials changed (dropped privileges): never served with the old ones */
 	if (!procdir_cred_same(&w->cred, ev)) {
-		end_walk(w, DD_WALK_END_CRED);
+		end_walk(w, DD_END_CRED);
 		return;
 	}
 	if (w->life == WALK_OPENING) { /* the top is still being opened */
@@ -786,7 +786,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	}
 	if (fd >= 0)
 		w->up_fd[anc] = -1;
-	end_walk(w, DD_WALK_END_LEFT); /* w may be freed */
+	end_walk(w, DD_END_LEFT); /* w may be freed */
 	char top[DIRAHEAD_PATH_LEN];
 	snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 		 (unsigned long long)ev->parent_ino);
@@ -807,7 +807,7 @@ void walk_mgr_on_exit(struct walk_mgr *m, const struct dirahead_event *ev)
 	struct walk *w = walk_of(m, ev->tgid);
 	struct walk_cand *c = cand_of(m, ev->tgid);
 	if (w)
-		end_walk(w, DD_WALK_END_EXITED);
+		end_walk(w, DD_END_EXITED);
 	if (c) /* BPF deleted its entry */
 		cand_drop(m, c, false);
 }
@@ -821,7 +821,7 @@ bool walk_mgr_tick(struct walk_mgr *m)
 		if (w->life == WALK_ENDED)
 			continue;
 		if (!w->open && t - w->last_ns > idle) {
-			end_walk(w, DD_WALK_END_IDLE);
+			end_walk(w, DD_END_IDLE);
 			continue;
 		}
 		if (!policy_enabled(m->pol))
@@ -829,8 +829,8 @@ bool walk_mgr_tick(struct walk_mgr *m)
 		struct pol_fs *fs = walk_fs(w);
 		if (w->list_only) {
 			if (!policy_list_allowed(m->pol, fs, t))
-				end_walk(w, fs->list.verdict == POL_FAST ? DD_WALK_END_FAST
-									 : DD_WALK_END_NO_GAIN);
+				end_walk(w, fs->list.verdict == POL_FAST ? DD_END_FAST
+									 : DD_END_NO_GAIN);
 		} else if (fs->verdict == POL_NO_GAIN) {
 			/* fetching entries does not pay here: listing ahead may still */
 			if (m->cfg.walk_list_only && policy_list_allowed(m->pol, fs, t)) {
@@ -838,7 +838,7 @@ bool walk_mgr_tick(struct walk_mgr *m)
 				m->st->walks_list_only++;
 				log_debug("walk of pid %u: listings only from now on", w->tgid);
 			} else {
-				end_walk(w, DD_WALK_END_NO_GAIN);
+				end_walk(w, DD_END_NO_GAIN);
 			}
 		}
 	}
@@ -879,18 +879,18 @@ void walk_mgr_count_of(const struct walk_mgr *m, uint32_t uid, uint64_t cgroup, 
 		}
 }
 
-void walk_mgr_end_on(struct walk_mgr *m, uint32_t dev_major, uint32_t dev_minor, int why)
+void walk_mgr_end_on(struct walk_mgr *m, uint32_t dev_major, uint32_t dev_minor, enum dd_end_reason why)
 {
 	for (struct walk *w = m->walks, *next; w; w = next) {
 		next = w->next;
 		if (w->life != WALK_ENDED && w->dev_major == dev_major && w->dev_minor == dev_minor)
-			end_walk(w, (enum dd_walk_end_reason)why);
+			end_walk(w, why);
 	}
 }
 
 static void walk_hung(void *ctx, uint32_t dev_major, uint32_t dev_minor)
 {
-	walk_mgr_end_on(ctx, dev_major, dev_minor, DD_WALK_END_HUNG);
+	walk_mgr_end_on(ctx, dev_major, dev_minor, DD_END_HUNG);
 }
 
 static void walk_tick(void *ctx, uint64_t now)
@@ -935,7 +935,7 @@ void walk_mgr_reconfigure(struct walk_mgr *m, const struct dd_config *cfg)
 	if (!cfg->enabled || !cfg->walk_enabled) {
 		for (struct walk *w = m->walks, *next; w; w = next) {
 			next = w->next;
-			end_walk(w, DD_WALK_END_SHUTDOWN);
+			end_walk(w, DD_END_SHUTDOWN);
 		}
 		while (m->ncands)
 			cand_drop(m, &m->cands[0], true);
@@ -948,7 +948,7 @@ void walk_mgr_free(struct walk_mgr *m)
 		return;
 	while (m->walks) {
 		struct walk *w = m->walks;
-		end_walk(w, DD_WALK_END_SHUTDOWN);
+		end_walk(w, DD_END_SHUTDOWN);
 		if (m->walks == w) /* dirs still cancelling: the engine is freed next, no callbacks */
 			free_walk(w);
 	}

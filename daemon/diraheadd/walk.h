@@ -51,7 +51,8 @@ void walk_mgr_set_room(struct walk_mgr *w, bool (*room)(void *ctx, uint32_t uid,
 void walk_mgr_count_of(const struct walk_mgr *w, uint32_t uid, uint64_t cgroup, unsigned *user,
 		       unsigned *cgroup_n);
 /* Ends every walk on that filesystem (the breaker). */
-void walk_mgr_end_on(struct walk_mgr *w, uint32_t dev_major, uint32_t dev_minor, int why);
+void walk_mgr_end_on(struct walk_mgr *w, uint32_t dev_major, uint32_t dev_minor,
+		     enum dd_end_reason why);
 void walk_mgr_reconfigure(struct walk_mgr *w, const struct dd_config *cfg);
 /* The process of `ev` (a scan, or a listing) went below or beside a directory it scanned: start
  * a walk from the parent of ev's directory (top_path: the program's name for it; top_ev, if not

@@ -53,7 +53,7 @@ static void test_deltas(void **state)
 	assert_string_equal(buf, "4 scans confirmed, 3 started, 3 ended (2 completed, 1 no_gain), "
 				 "1 skipped (1 fast_stats); 500 entries prefetched, 480 hits, 7 misses");
 	b.walks_started += 1;
-	b.walks_ended[DD_WALK_END_EXITED] += 1;
+	b.walks_ended[DD_END_EXITED] += 1;
 	b.errors[DD_ERR_EIO] += 2;
 	dd_stats_summary(&b, &a, buf, sizeof(buf));
 	assert_string_equal(buf, "4 scans confirmed, 3 started, 3 ended (2 completed, 1 no_gain), "
