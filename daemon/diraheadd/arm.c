@@ -6,7 +6,6 @@
 #include "arm.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,7 @@
 
 #include "daemon.h"
 #include "detector.h"
-#include "fsmagic.h"
+#include "gate.h"
 #include "log.h"
 #include "monoclock.h"
 #include "procdir.h"
@@ -84,34 +83,14 @@ static int set_hooks(struct arm *a, bool on, bool count)
 	return 0;
 }
 
-static bool list_match(const struct dd_strlist *l, const char *s)
-{
-	for (int i = 0; i < l->n; i++)
-		if (fnmatch(l->v[i], s, 0) == 0)
-			return true;
-	return false;
-}
-
-static bool allowed(const struct dd_strlist *inc, const struct dd_strlist *exc, const char *s)
-{
-	return !list_match(exc, s) && (inc->n == 0 || list_match(inc, s));
-}
-
-/* The [filter] rules the signal carries what to judge by: the process name, and the
- * filesystem's type where the sentinel knew it (the cgroup and path filters apply to scans). */
+/* The [filter] rules, by what the signal carries: the process (name, cgroup) and the
+ * filesystem's type where the sentinel knew it (gate.h; the path filter applies to scans). */
 static bool filtered(const struct dd_config *c, const struct dirahead_sentinel_event *ev)
 {
 	char comm[sizeof(ev->comm) + 1];
 	memcpy(comm, ev->comm, sizeof(ev->comm));
 	comm[sizeof(ev->comm)] = '\0';
-	if (!allowed(&c->comm_include, &c->comm_exclude, comm))
-		return true;
-	if (ev->fs == DIRAHEAD_SENT_FS_UNKNOWN)
-		return false;
-	if (fsmagic_is_pseudo(ev->magic))
-		return true;
-	const char *name = fsmagic_name(ev->magic);
-	return !allowed(&c->fs_include, &c->fs_exclude, name ? name : "unknown");
+	return !gate_blocked(c, ev->tgid, comm, ev->fs != DIRAHEAD_SENT_FS_UNKNOWN, ev->magic);
 }
 
 static const char *call_name(uint32_t call)

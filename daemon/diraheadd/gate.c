@@ -79,6 +79,22 @@ struct gate_verdict gate_event(const struct dd_config *cfg, const struct dirahea
 	return admit;
 }
 
+bool gate_blocked(const struct dd_config *cfg, uint32_t tgid, const char *comm, bool fs_known,
+		  uint64_t magic)
+{
+	if (!allowed(&cfg->comm_include, &cfg->comm_exclude, comm, list_match))
+		return false;
+	if (fs_known) {
+		if (fsmagic_is_pseudo(magic))
+			return false;
+		const char *fsname = fsmagic_name(magic);
+		if (!allowed(&cfg->fs_include, &cfg->fs_exclude, fsname ? fsname : "unknown", list_match))
+			return false;
+	}
+	/* last: the only filter that reads a file (/proc/TGID/cgroup) */
+	return cgroup_allowed(cfg, tgid);
+}
+
 struct gate_verdict gate_dir(const struct dd_config *cfg, const struct dirahead_event *ev,
 			     const struct gate_facts *f)
 {

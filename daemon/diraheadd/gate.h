@@ -40,6 +40,10 @@ struct gate_facts {
 
 /* At the SCAN event: the comm and cgroup filters; a run by path goes to be resolved. */
 struct gate_verdict gate_event(const struct dd_config *cfg, const struct dirahead_event *ev);
+/* A sentinel's blocked call (arm.h): would the [filter] rules let a scan of that process, on
+ * that filesystem (when the sentinel knew it), through?  The path filter is not known yet. */
+bool gate_blocked(const struct dd_config *cfg, uint32_t tgid, const char *comm, bool fs_known,
+		  uint64_t magic);
 /* Once its directory is known (ev names it): filesystem, size, breaker, duplicates, walks. */
 struct gate_verdict gate_dir(const struct dd_config *cfg, const struct dirahead_event *ev,
 			     const struct gate_facts *f);
