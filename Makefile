@@ -29,6 +29,8 @@ DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev 
             e2fsprogs xfsprogs btrfs-progs util-linux procps psmisc curl iproute2
 # setfacl: a directory an ACL denies a group (tests/security/groups-acl.sh)
 DEB_DEPS += acl
+# getfattr/setfattr: xattrs read through dirahead_xreaddir() match (tests/integration/xreaddir-slowfs.sh)
+DEB_DEPS += attr
 # packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
 DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted

@@ -32,12 +32,13 @@
 struct ent {
 	char *name;
 	char *link;                 /* symlink target (-l) */
+	char *xattrs;               /* --xattrs: its lines, as getfattr -d -e hex prints them */
 	struct statx stx;
 	unsigned char type;
 };
 
 struct opts {
-	bool lng, rec, stats, all;
+	bool lng, rec, stats, all, xattrs;
 	enum dirahead_backend backend;
 	unsigned flags;
 	bool many;                  /* print "DIR:" headers */
@@ -59,6 +60,8 @@ static void usage(FILE *f)
 		"  -A                     names starting with '.' too\n"
 		"      --engine=ENGINE    auto, io_uring or threads (default auto)\n"
 		"      --parallel         fetch in parallel from the first entry (never inline)\n"
+		"      --xattrs           instead of the listing, each entry's extended attributes as\n"
+		"                         `getfattr -h -d -m - -e hex DIR/*` prints them\n"
 		"      --stats            one line per directory on stderr: entries, statx calls,\n"
 		"                         how many inline, backend\n"
 		"  -h, --help             this text\n\n"
@@ -188,6 +191,46 @@ static void print_long(struct opts *op, struct ent *es, size_t n)
 	}
 }
 
+/* ---- --xattrs ---------------------------------------------------------------------------------- */
+static int cmp_xattr(const void *a, const void *b)
+{
+	return strcmp((*(const struct dirahead_xattr *const *)a)->name,
+		      (*(const struct dirahead_xattr *const *)b)->name);
+}
+
+/* "name=0x..." lines of an entry's xattrs, sorted by name as getfattr does (NULL: none). */
+static char *format_xattrs(const struct dirahead_xent *e)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	const struct dirahead_xattr **v = e->nxattrs ? calloc(e->nxattrs, sizeof(*v)) : NULL;
+	if (!v || !(f = open_memstream(&buf, &len))) {
+		free(v);
+		return NULL;
+	}
+	for (unsigned i = 0; i < e->nxattrs; i++)
+		v[i] = &e->xattrs[i];
+	qsort(v, e->nxattrs, sizeof(*v), cmp_xattr);
+	for (unsigned i = 0; i < e->nxattrs; i++) {
+		fprintf(f, "%s=0x", v[i]->name);
+		for (size_t k = 0; k < v[i]->size; k++)
+			fprintf(f, "%02x", ((const unsigned char *)v[i]->value)[k]);
+		fputc('\n', f);
+	}
+	fclose(f);
+	free(v);
+	return buf;
+}
+
+static void print_xattrs(const char *path, const struct ent *es, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (es[i].xattrs)
+			printf("# file: %s%s%s\n%s\n", path,
+			       path[strlen(path) - 1] == '/' ? "" : "/", es[i].name, es[i].xattrs);
+}
+
 /* ---- one directory -------------------------------------------------------------------------- */
 static void list_dir(struct opts *op, int dirfd, const char *path);
 
@@ -224,7 +267,8 @@ static void list_dir(struct opts *op, int dirfd, const char *path)
 {
 	struct dirahead_xreaddir_opts o = {
 		.size = sizeof(o), .mask = op->lng ? LS_LONG_MASK : STATX_TYPE,
-		.flags = op->flags, .backend = op->backend,
+		.flags = op->flags | (op->xattrs ? DIRAHEAD_XREADDIR_XATTRS : 0),
+		.backend = op->backend,
 	};
 	struct dirahead_xdir *x = dirahead_xreaddir_open(dirfd, &o);
 	if (!x) {
@@ -254,6 +298,9 @@ static void list_dir(struct opts *op, int dirfd, const char *path)
 		struct ent *en = &es[n];
 		en->name = strdup(e->name);
 		en->link = NULL;
+		en->xattrs = op->xattrs ? format_xattrs(e) : NULL;
+		if (e->xattr_error)
+			err(op, path, e->name, e->xattr_error);
 		en->type = e->type;
 		en->stx = *e->stx;
 		if (!en->name) {
@@ -287,7 +334,9 @@ static void list_dir(struct opts *op, int dirfd, const char *path)
 		printf("%s%s:\n", op->first ? "" : "\n", path);
 	}
 	op->first = false;
-	if (op->lng)
+	if (op->xattrs)
+		print_xattrs(path, es, n);
+	else if (op->lng)
 		print_long(op, es, n);
 	else
 		for (size_t i = 0; i < n; i++)
@@ -321,6 +370,7 @@ static void list_dir(struct opts *op, int dirfd, const char *path)
 	for (size_t i = 0; i < n; i++) {
 		free(es[i].name);
 		free(es[i].link);
+		free(es[i].xattrs);
 	}
 	free(es);
 }
@@ -331,6 +381,7 @@ int cmd_ls(int argc, char **argv)
 		{ "engine", required_argument, NULL, 'e' },
 		{ "parallel", no_argument, NULL, 'P' },
 		{ "stats", no_argument, NULL, 's' },
+		{ "xattrs", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -345,6 +396,7 @@ int cmd_ls(int argc, char **argv)
 		case 'A': op.all = true; break;
 		case 'P': op.flags |= DIRAHEAD_XREADDIR_PARALLEL; break;
 		case 's': op.stats = true; break;
+		case 'x': op.xattrs = true; break;
 		case 'e':
 			if (!strcmp(optarg, "auto"))
 				op.backend = DIRAHEAD_BACKEND_AUTO;
@@ -369,7 +421,7 @@ int cmd_ls(int argc, char **argv)
 	static char buf[1 << 16];
 	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
 	op.now = time(NULL);
-	op.many = op.rec || argc - optind > 1;
+	op.many = !op.xattrs && (op.rec || argc - optind > 1);
 	for (int i = optind; i < argc; i++) {
 		int fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
