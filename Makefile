@@ -275,10 +275,16 @@ BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop $(BUILD)/tests/bench/pingpong
 $(BUILD)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+# dirahead_xreaddir() against a getdents64 + fstatat loop (tests/bench/xreaddir.sh)
+BENCH_TOOLS += $(BUILD)/tests/bench/xreaddir-bench
+$(BUILD)/tests/bench/xreaddir-bench: tests/bench/xreaddir-bench.c $(BUILD)/libdirahead.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
 bench: EXTRA_DEB_DEPS = $(BENCH_DEB_DEPS)
 bench: deps
 	$(MAKE) all $(BENCH_TOOLS)
 	python3 tests/bench/bench.py --build $(BUILD) $(if $(QUICK),--quick)
+	BUILD=$(BUILD) QUICK=$(QUICK) tests/bench/xreaddir.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -63,6 +63,7 @@ struct dirahead_xdir {
 	bool returned;              /* the head entry was handed out: drop it on the next call */
 	unsigned inflight;
 	bool parallel;
+	unsigned slow_run;          /* inline fetches in a row that were slow */
 	int efd;
 	struct da_uring *uring;
 	struct pool *pool;
@@ -94,10 +95,14 @@ static bool xr_needs_statx(unsigned mask, unsigned flags, uint8_t type)
 	return type == DT_LNK && (flags & DIRAHEAD_XREADDIR_FOLLOW);
 }
 
-/* Whether an inline fetch that took `ns` says the directory is not cached: fetch ahead then. */
-static bool xr_go_parallel(uint64_t ns)
+/* Whether the inline fetches say the directory is not cached, so fetching ahead pays: the last
+ * DIRAHEAD_XREADDIR_INLINE_SLOW in a row each took longer than DIRAHEAD_XREADDIR_INLINE_NS.  One
+ * slow call alone is no sign (a warm statx preempted on a busy machine takes that long too);
+ * a cold directory makes every call slow.  *run counts the slow calls in a row. */
+static bool xr_go_parallel(uint64_t ns, unsigned *run)
 {
-	return ns > DIRAHEAD_XREADDIR_INLINE_NS;
+	*run = ns > DIRAHEAD_XREADDIR_INLINE_NS ? *run + 1 : 0;
+	return *run >= DIRAHEAD_XREADDIR_INLINE_SLOW;
 }
 
 /* ---- fetching one entry (caller's thread or a worker) --------------------------------------- */
@@ -268,14 +273,21 @@ static struct xslot *slot_at(struct dirahead_xdir *x, uint64_t pos)
 	return *p;
 }
 
+/* How far ahead to list: the window once fetching in parallel (or sorting by inode); inline,
+ * one entry, as a plain loop does: a slot used over and over stays in the CPU's cache. */
+static uint64_t xr_lookahead(const struct dirahead_xdir *x)
+{
+	return x->parallel || x->o.order == DIRAHEAD_ORDER_INODE ? x->o.window : 1;
+}
+
 static void xr_fill(struct dirahead_xdir *x)
 {
-	uint64_t count = x->tail - x->head, start = x->tail;
+	uint64_t count = x->tail - x->head, start = x->tail, ahead = xr_lookahead(x);
 	/* inode order: refill by half windows, each sorted */
-	if (x->list_eof || count == x->o.window ||
+	if (x->list_eof || count >= ahead ||
 	    (x->o.order == DIRAHEAD_ORDER_INODE && count && count > x->o.window / 2))
 		return;
-	while (x->tail - x->head < x->o.window) {
+	while (x->tail - x->head < ahead) {
 		const char *name;
 		uint64_t ino;
 		uint8_t type;
@@ -333,7 +345,7 @@ static void fetch_inline(struct dirahead_xdir *x, struct xslot *s)
 	x->st.xattr_calls += s->xcalls;
 	mem_add(x, s->xa.bytes);
 	/* if the backend cannot start, go on inline: slower, still correct */
-	if (xr_go_parallel(took) && xr_start_parallel(x) < 0)
+	if (xr_go_parallel(took, &x->slow_run) && xr_start_parallel(x) < 0)
 		x->o.flags |= DIRAHEAD_XREADDIR_PARALLEL; /* (do not try again) */
 }
 
