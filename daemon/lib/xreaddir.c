@@ -369,6 +369,9 @@ int dirahead_xreaddir(struct dirahead_xdir *x, const struct dirahead_xent **ent)
 		return 0;
 	}
 	struct xslot *s = x->ring[x->head % x->o.window];
+	/* take in what came back meanwhile (no wait), so that its slots are refilled now */
+	if (x->parallel && x->inflight)
+		xr_reap(x, 0);
 	for (;;) {
 		if (x->parallel)
 			xr_submit(x);
