@@ -409,9 +409,10 @@ void *dirahead_dir_data(const struct dirahead_dir *d);
  * Symlinks are not followed (AT_SYMLINK_NOFOLLOW) and automount points not triggered
  * (AT_NO_AUTOMOUNT) unless asked.  The iterator starts inline, one fetch at a time in the
  * caller's thread, as a getdents64 + fstatat loop would (on a warm cache nothing can beat that);
- * DIRAHEAD_XREADDIR_INLINE_SLOW fetches in a row that each take longer than
- * DIRAHEAD_XREADDIR_INLINE_NS (the attributes are not cached) switch it, for the rest of the
- * directory, to parallel: up to `depth` fetches in
+ * DIRAHEAD_XREADDIR_INLINE_SLOW fetches in a row that take longer than
+ * DIRAHEAD_XREADDIR_INLINE_NS on average and in which the thread slept (waited for a disk or a
+ * server: the attributes are not cached) switch it, for the rest of the directory, to parallel:
+ * up to `depth` fetches in
  * flight over the next `window` entries, through io_uring statx when usable, else a pool of
  * threads (always threads with DIRAHEAD_XREADDIR_XATTRS: io_uring has no listxattr).  It needs
  * no privilege: everything runs with the calling process's credentials.
@@ -434,12 +435,13 @@ struct dirahead_xdir;
 #define DIRAHEAD_XREADDIR_XATTRS    0x4u  /* also each entry's extended attributes, names and
 					   * values (dirahead_xent.xattrs) */
 #define DIRAHEAD_XREADDIR_PARALLEL  0x8u  /* fetch in parallel from the first entry, never inline */
-/* Inline fetches slower than this, DIRAHEAD_XREADDIR_INLINE_SLOW of them in a row, switch the
- * iterator to parallel fetching (50 us: a cached statx takes ~1 us, a disk read or a FUSE round
- * trip tens to thousands; a single slow one is no sign: on a busy machine a cached statx that is
- * preempted takes that long too). */
+/* DIRAHEAD_XREADDIR_INLINE_SLOW inline fetches in a row slower than this on average, during
+ * which the thread slept (voluntary context switches), switch the iterator to parallel fetching
+ * (50 us: a cached statx takes ~1 us, a disk read or a FUSE round trip tens to thousands; slow
+ * ones that did not sleep are no sign: on a busy machine a cached statx that is preempted takes
+ * that long too).  They are timed in groups of 4. */
 #define DIRAHEAD_XREADDIR_INLINE_NS 50000u
-#define DIRAHEAD_XREADDIR_INLINE_SLOW 3u
+#define DIRAHEAD_XREADDIR_INLINE_SLOW 8u
 
 struct dirahead_xreaddir_opts {
 	size_t size;                  /* sizeof(struct dirahead_xreaddir_opts) */

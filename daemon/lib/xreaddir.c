@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define XR_WINDOW_DEFAULT 256
@@ -50,6 +51,15 @@ struct xslot {
 	char name[NAME_MAX + 1];
 };
 
+/* Inline fetches that were slow, in a row (xr_go_parallel). */
+#define XR_GROUP 4  /* inline fetches timed together (a clock read per fetch costs 3%) */
+struct xr_slow {
+	unsigned n;                 /* fetches of the group being timed */
+	uint64_t t0;                /* its start */
+	unsigned run;               /* slow groups in a row */
+	long nvcsw0;                /* voluntary switches after the first of them */
+};
+
 struct dirahead_xdir {
 	struct dirahead_xreaddir_opts o;
 	int atflags;
@@ -63,7 +73,7 @@ struct dirahead_xdir {
 	bool returned;              /* the head entry was handed out: drop it on the next call */
 	unsigned inflight;
 	bool parallel;
-	unsigned slow_run;          /* inline fetches in a row that were slow */
+	struct xr_slow slow;
 	int efd;
 	struct da_uring *uring;
 	struct pool *pool;
@@ -96,13 +106,22 @@ static bool xr_needs_statx(unsigned mask, unsigned flags, uint8_t type)
 }
 
 /* Whether the inline fetches say the directory is not cached, so fetching ahead pays: the last
- * DIRAHEAD_XREADDIR_INLINE_SLOW in a row each took longer than DIRAHEAD_XREADDIR_INLINE_NS.  One
- * slow call alone is no sign (a warm statx preempted on a busy machine takes that long too);
- * a cold directory makes every call slow.  *run counts the slow calls in a row. */
-static bool xr_go_parallel(uint64_t ns, unsigned *run)
+ * DIRAHEAD_XREADDIR_INLINE_SLOW of them (two groups of XR_GROUP in a row) took longer than
+ * DIRAHEAD_XREADDIR_INLINE_NS each on average, and the thread slept in at least half of the
+ * second group's (voluntary context switches: it waited for a disk or a server).  Cached
+ * statx calls preempted on a busy machine take as long, but are switched out involuntarily.
+ * mean_ns: the group's wall time per fetch; nvcsw: the thread's voluntary switches so far (read
+ * only after a slow group). */
+static bool xr_go_parallel(struct xr_slow *s, uint64_t mean_ns, long nvcsw)
 {
-	*run = ns > DIRAHEAD_XREADDIR_INLINE_NS ? *run + 1 : 0;
-	return *run >= DIRAHEAD_XREADDIR_INLINE_SLOW;
+	if (mean_ns <= DIRAHEAD_XREADDIR_INLINE_NS) {
+		s->run = 0;
+		return false;
+	}
+	bool slept = s->run && nvcsw - s->nvcsw0 >= XR_GROUP / 2;
+	s->run = 1; /* this group is the first of the next pair */
+	s->nvcsw0 = nvcsw;
+	return slept;
 }
 
 /* ---- fetching one entry (caller's thread or a worker) --------------------------------------- */
@@ -262,6 +281,13 @@ static void sort_range(struct dirahead_xdir *x, uint64_t from, uint64_t to)
 static struct xslot *slot_at(struct dirahead_xdir *x, uint64_t pos)
 {
 	struct xslot **p = &x->ring[pos % x->o.window];
+	if (!*p && pos && pos - 1 < x->head) {
+		/* the previous position's slot is consumed (inline: one at a time): move it here,
+		 * one slot used over and over */
+		struct xslot **prev = &x->ring[(pos - 1) % x->o.window];
+		*p = *prev;
+		*prev = NULL;
+	}
 	if (!*p) {
 		*p = calloc(1, sizeof(**p));
 		if (*p) {
@@ -334,9 +360,9 @@ static void xr_fill(struct dirahead_xdir *x)
 /* ---- the public calls ------------------------------------------------------------------------ */
 static void fetch_inline(struct dirahead_xdir *x, struct xslot *s)
 {
-	uint64_t t0 = da_now_ns();
+	if (!x->slow.n)
+		x->slow.t0 = da_now_ns();
 	slot_fetch(s, x->dfd->fd);
-	uint64_t took = da_now_ns() - t0;
 	s->state = SL_DONE;
 	if (s->want_stat) {
 		x->st.statx++;
@@ -345,7 +371,17 @@ static void fetch_inline(struct dirahead_xdir *x, struct xslot *s)
 	x->st.xattr_calls += s->xcalls;
 	mem_add(x, s->xa.bytes);
 	/* if the backend cannot start, go on inline: slower, still correct */
-	if (xr_go_parallel(took, &x->slow_run) && xr_start_parallel(x) < 0)
+	if (++x->slow.n < XR_GROUP)
+		return;
+	x->slow.n = 0;
+	uint64_t mean = (da_now_ns() - x->slow.t0) / XR_GROUP;
+	long nvcsw = 0;
+	if (mean > DIRAHEAD_XREADDIR_INLINE_NS) { /* (a syscall only after a slow group) */
+		struct rusage ru;
+		if (getrusage(RUSAGE_THREAD, &ru) == 0)
+			nvcsw = ru.ru_nvcsw;
+	}
+	if (xr_go_parallel(&x->slow, mean, nvcsw) && xr_start_parallel(x) < 0)
 		x->o.flags |= DIRAHEAD_XREADDIR_PARALLEL; /* (do not try again) */
 }
 
