@@ -29,6 +29,8 @@ DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev 
             e2fsprogs xfsprogs btrfs-progs util-linux procps psmisc curl iproute2
 # setfacl: a directory an ACL denies a group (tests/security/groups-acl.sh)
 DEB_DEPS += acl
+# getfattr/setfattr: xattrs read through dirahead_xreaddir() match (tests/integration/xreaddir-slowfs.sh)
+DEB_DEPS += attr
 # packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
 DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted
@@ -273,10 +275,16 @@ BENCH_TOOLS := $(BUILD)/tests/bench/fstatat-loop $(BUILD)/tests/bench/pingpong
 $(BUILD)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+# dirahead_xreaddir() against a getdents64 + fstatat loop (tests/bench/xreaddir.sh)
+BENCH_TOOLS += $(BUILD)/tests/bench/xreaddir-bench
+$(BUILD)/tests/bench/xreaddir-bench: tests/bench/xreaddir-bench.c $(BUILD)/libdirahead.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
 bench: EXTRA_DEB_DEPS = $(BENCH_DEB_DEPS)
 bench: deps
 	$(MAKE) all $(BENCH_TOOLS)
 	python3 tests/bench/bench.py --build $(BUILD) $(if $(QUICK),--quick)
+	BUILD=$(BUILD) QUICK=$(QUICK) tests/bench/xreaddir.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -4,10 +4,12 @@
  * program that will stat them, so that its stat()/statx() calls find them in the kernel's caches.
  * Link with -ldirahead (it uses liburing and pthreads).
  *
- * Two interfaces:
+ * Three interfaces:
  *   - dirreadahead(): the call proposed for Linux in 2014, for any program: fire and forget.
  *   - the engine (dirahead_engine_*, dirahead_dir_*): an event-loop component with callbacks,
  *     windows and cancellation, for the dirahead daemon and tools such as `diraheadctl prefetch`.
+ *   - the iterator (dirahead_xreaddir*): the proposal's xgetdents(), entries handed back with the
+ *     attributes asked for, fetched ahead in parallel (`diraheadctl ls`).
  *
  * What a prefetch does, for every entry except "." and "..": one statx() relative to the engine's
  * own fd on the directory (no path is built), with AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT and a
@@ -379,6 +381,140 @@ int64_t dirahead_dir_find(struct dirahead_dir *d, const char *name);
 void dirahead_dir_cancel(struct dirahead_dir *d);
 void dirahead_dir_get_info(const struct dirahead_dir *d, struct dirahead_dir_info *info);
 void *dirahead_dir_data(const struct dirahead_dir *d);
+
+/* ---- The iterator: entries with their attributes (dirahead_xreaddir(3)) ------------------- */
+/*
+ * The other half of the 2014 proposal, xgetdents(): a directory's entries, each with the statx
+ * fields the caller asks for (and optionally its extended attributes), read one at a time in a
+ * plain loop, while the fetching runs ahead in parallel:
+ *
+ *     struct dirahead_xreaddir_opts o = { .size = sizeof(o),
+ *             .mask = STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME };
+ *     struct dirahead_xdir *x = dirahead_xreaddir_open(dirfd, &o);
+ *     const struct dirahead_xent *ent;
+ *     int r;
+ *     while ((r = dirahead_xreaddir(x, &ent)) > 0)
+ *             if (!ent->error)
+ *                     printf("%s %llu\n", ent->name, (unsigned long long)ent->stx->stx_size);
+ *     dirahead_xreaddir_close(x);              // r < 0: -errno of the listing
+ *
+ * What is fetched is what is asked for: `mask` goes to statx() unchanged (plus STATX_TYPE when
+ * getdents could not say the type), so a filesystem that must work for a field is asked only for
+ * the fields wanted.  A mask of STATX_TYPE alone (or 0) sends no statx at all for an entry whose
+ * getdents d_type answers it (every local filesystem, most FUSE ones): the listing is the whole
+ * cost; only DT_UNKNOWN entries, and symlinks with DIRAHEAD_XREADDIR_FOLLOW, are stat'ed.
+ *
+ * How: each entry is looked up relative to the iterator's own descriptor of the directory
+ * (openat(dirfd, ".")), by name: no path is built, nothing above the directory is resolved.
+ * Symlinks are not followed (AT_SYMLINK_NOFOLLOW) and automount points not triggered
+ * (AT_NO_AUTOMOUNT) unless asked.  The iterator starts inline, one fetch at a time in the
+ * caller's thread, as a getdents64 + fstatat loop would (on a warm cache nothing can beat that);
+ * DIRAHEAD_XREADDIR_INLINE_SLOW fetches in a row that take longer than
+ * DIRAHEAD_XREADDIR_INLINE_NS on average and in which the thread slept (waited for a disk or a
+ * server: the attributes are not cached) switch it, for the rest of the directory, to parallel:
+ * up to `depth` fetches in
+ * flight over the next `window` entries, through io_uring statx when usable, else a pool of
+ * threads (always threads with DIRAHEAD_XREADDIR_XATTRS: io_uring has no listxattr).  It needs
+ * no privilege: everything runs with the calling process's credentials.
+ *
+ * Memory is bounded by the window, whatever the directory size: `window` entry slots (about
+ * 700 bytes each), one 32 KiB getdents buffer, and with xattrs at most xattr_max_total bytes per
+ * entry in the window.  Stopping early (dirahead_xreaddir_close() at any point) costs at most the
+ * fetches in flight: it cancels them and waits for them to return (up to 1 s; one stuck on a hung
+ * filesystem is abandoned then, its memory and the directory fd kept until it returns, or for
+ * io_uring until the process exits, as dirahead_engine_free() does).
+ *
+ * Order: entries come in readdir order (DIRAHEAD_ORDER_READDIR, the default) or, with
+ * DIRAHEAD_ORDER_INODE, by inode within each half-window of readdir order.  "." and ".." are
+ * skipped.  Not thread-safe: one thread at a time per iterator (iterators are independent).
+ */
+struct dirahead_xdir;
+
+#define DIRAHEAD_XREADDIR_FOLLOW    0x1u  /* stat a symlink's target (default: the link itself) */
+#define DIRAHEAD_XREADDIR_AUTOMOUNT 0x2u  /* trigger automount points (default: never) */
+#define DIRAHEAD_XREADDIR_XATTRS    0x4u  /* also each entry's extended attributes, names and
+					   * values (dirahead_xent.xattrs) */
+#define DIRAHEAD_XREADDIR_PARALLEL  0x8u  /* fetch in parallel from the first entry, never inline */
+/* DIRAHEAD_XREADDIR_INLINE_SLOW inline fetches in a row slower than this on average, during
+ * which the thread slept (voluntary context switches), switch the iterator to parallel fetching
+ * (50 us: a cached statx takes ~1 us, a disk read or a FUSE round trip tens to thousands; slow
+ * ones that did not sleep are no sign: on a busy machine a cached statx that is preempted takes
+ * that long too).  They are timed in groups of 4. */
+#define DIRAHEAD_XREADDIR_INLINE_NS 50000u
+#define DIRAHEAD_XREADDIR_INLINE_SLOW 8u
+
+struct dirahead_xreaddir_opts {
+	size_t size;                  /* sizeof(struct dirahead_xreaddir_opts) */
+	unsigned int mask;            /* STATX_* fields wanted; 0: names and types only */
+	unsigned int flags;           /* DIRAHEAD_XREADDIR_* */
+	enum dirahead_order order;    /* DEFAULT or READDIR, or INODE; NAME is EINVAL (sorting by
+				       * name needs the whole listing: the caller's job) */
+	unsigned int window;          /* entries listed and fetched ahead (default 256, 1..65536) */
+	unsigned int depth;           /* fetches in flight (default 64, at most window) */
+	enum dirahead_backend backend; /* for parallel fetching (default AUTO) */
+	/* DIRAHEAD_XREADDIR_XATTRS only; an entry over a limit gets xattr_error E2BIG and no
+	 * xattrs (0: the default) */
+	size_t xattr_max_list;        /* bytes of the names list (default 65536) */
+	size_t xattr_max_value;       /* bytes of one value (default 65536) */
+	size_t xattr_max_total;       /* bytes of all names and values of one entry (default
+				       * 262144) */
+};
+
+/* One extended attribute of an entry. */
+struct dirahead_xattr {
+	const char *name;             /* "user.comment", "security.capability", ... */
+	const void *value;            /* `size` bytes, not NUL-terminated */
+	size_t size;
+};
+
+/* One entry; it and everything it points to stay valid until the next dirahead_xreaddir() or
+ * dirahead_xreaddir_close() on the same iterator. */
+struct dirahead_xent {
+	const char *name;             /* the entry's name (never "." or "..") */
+	uint64_t ino;                 /* d_ino from getdents (on a mount point, the covered
+				       * directory's; stx->stx_ino is the mounted root's) */
+	unsigned char type;           /* DT_*: from getdents, or from the statx when getdents said
+				       * DT_UNKNOWN (DT_UNKNOWN only if the fetch failed) */
+	int error;                    /* 0, or the positive errno of the statx: ENOENT removed since
+				       * it was listed, EACCES, ELOOP, EIO, ... (stx is NULL then) */
+	const struct statx *stx;      /* never NULL when error is 0; stx->stx_mask says which fields
+				       * are filled: at least the ones asked for that the filesystem
+				       * has.  With no statx sent (type-only mask answered by
+				       * d_type) only STATX_TYPE: stx_mode holds the file type. */
+	/* DIRAHEAD_XREADDIR_XATTRS only (else 0, NULL, 0) */
+	unsigned int nxattrs;
+	const struct dirahead_xattr *xattrs;
+	int xattr_error;              /* 0, or why xattrs is empty: E2BIG over a limit, EACCES,
+				       * ENOENT, ... (EOPNOTSUPP: the filesystem has none: 0 and
+				       * no xattrs instead) */
+};
+
+struct dirahead_xreaddir_stats {
+	uint64_t entries;             /* returned so far */
+	uint64_t statx;               /* statx calls made (inline ones included) */
+	uint64_t statx_inline;        /* ... of which in the caller's thread */
+	uint64_t xattr_calls;         /* listxattr and getxattr calls */
+	uint64_t errors;              /* entries returned with an error */
+	uint64_t mem_peak;            /* most bytes the iterator had allocated at once */
+	bool parallel;                /* switched to (or started) parallel fetching */
+	enum dirahead_backend backend; /* the parallel backend, AUTO while none was needed */
+};
+
+/* Opens an iterator over the directory dirfd refers to (any fd of it, O_PATH too; the caller's
+ * fd is neither kept nor moved: it may be closed at once).  NULL with errno: EINVAL (bad opts),
+ * EBADF, ENOTDIR, EACCES, ENOMEM, EMFILE. */
+struct dirahead_xdir *dirahead_xreaddir_open(int dirfd, const struct dirahead_xreaddir_opts *opts);
+/* The next entry into *ent: 1, 0 at the end of the directory, or -errno if reading the
+ * directory failed (entries listed before the error are returned first; then -errno once, then
+ * 0).  -EINVAL for a NULL argument. */
+int dirahead_xreaddir(struct dirahead_xdir *x, const struct dirahead_xent **ent);
+/* The iterator's own fd of the directory (for openat()/readlinkat() relative to it); valid
+ * until close. */
+int dirahead_xreaddir_fd(const struct dirahead_xdir *x);
+void dirahead_xreaddir_get_stats(const struct dirahead_xdir *x,
+				 struct dirahead_xreaddir_stats *st);
+/* Stops: cancels the fetches in flight, closes its fds, frees everything.  NULL is fine. */
+void dirahead_xreaddir_close(struct dirahead_xdir *x);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@ static const struct command {
 	{ "metrics", cmd_metrics, "the Prometheus metrics text" },
 	{ "reload", cmd_reload, "reload the configuration file" },
 	{ "prefetch", cmd_prefetch, "warm directories now, without the daemon" },
+	{ "ls", cmd_ls, "list directories as ls [-l] [-R] does, through dirahead_xreaddir()" },
 };
 
 static void usage(FILE *f)

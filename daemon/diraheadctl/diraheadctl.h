@@ -5,6 +5,7 @@
 #define DIRAHEADCTL_H
 
 int cmd_prefetch(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_scans(int argc, char **argv);

@@ -111,6 +111,9 @@ void da_uring_free(struct da_uring *u) DA_HIDDEN;
 unsigned da_uring_room(const struct da_uring *u) DA_HIDDEN;
 void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx *stx,
 		    int personality, void *data) DA_HIDDEN;
+/* The same with the caller's flags and mask (dirahead_xreaddir). */
+void da_uring_statx_as(struct da_uring *u, int dfd, const char *name, int flags, unsigned mask,
+		       struct statx *stx, int personality, void *data) DA_HIDDEN;
 /* Registers c's credentials, in full (a child process with them registers itself): a
  * personality id, or -errno.  Any thread. */
 int da_uring_personality(struct da_uring *u, const struct dirahead_cred *c) DA_HIDDEN;
@@ -122,6 +125,21 @@ int da_uring_reap(struct da_uring *u, void (*fn)(void *data, int res, void *ctx)
 	DA_HIDDEN;
 /* Waits up to timeout_ms for at least one completion; 0 if one is ready. */
 int da_uring_wait(struct da_uring *u, int timeout_ms) DA_HIDDEN;
+
+/* ---- extended attributes of one entry (xattrs.c, for dirahead_xreaddir) --------------------- */
+struct da_xattr_limits {
+	size_t list, value, total;  /* bytes: names list, one value, everything of one entry */
+};
+struct da_xattrs {
+	struct dirahead_xattr *v;   /* one block: the array, names and values (free(v)) */
+	unsigned n;
+	size_t bytes;               /* its size */
+};
+/* name's xattrs relative to dfd (atflags: AT_SYMLINK_NOFOLLOW or 0): 0 (none at all on a
+ * filesystem without them), or -errno (E2BIG over a limit); *calls counts the syscalls. */
+int da_xattrs_fetch(int dfd, const char *name, int atflags, const struct da_xattr_limits *l,
+		    struct da_xattrs *out, unsigned *calls) DA_HIDDEN;
+void da_xattrs_free(struct da_xattrs *x) DA_HIDDEN;
 
 /* ---- engine hooks for dirreadahead() ------------------------------------------------------ */
 /* Starts a directory whose entries were already read: fd (owned by the engine from now on) and

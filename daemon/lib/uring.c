@@ -91,9 +91,15 @@ static struct io_uring_sqe *get_sqe(struct da_uring *u)
 void da_uring_statx(struct da_uring *u, int dfd, const char *name, struct statx *stx,
 		    int personality, void *data)
 {
+	da_uring_statx_as(u, dfd, name, DA_STATX_FLAGS, DA_STATX_MASK, stx, personality, data);
+}
+
+void da_uring_statx_as(struct da_uring *u, int dfd, const char *name, int flags, unsigned mask,
+		       struct statx *stx, int personality, void *data)
+{
 	struct io_uring_sqe *sqe = get_sqe(u);
 	/* Cannot fail: the SQ holds at least `depth` entries and was just flushed. */
-	io_uring_prep_statx(sqe, dfd, name, DA_STATX_FLAGS, DA_STATX_MASK, stx);
+	io_uring_prep_statx(sqe, dfd, name, flags, mask, stx);
 	if (personality >= 0)
 		sqe->personality = (__u16)personality; /* run with those credentials */
 	io_uring_sqe_set_data(sqe, data);

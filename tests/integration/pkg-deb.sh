@@ -43,7 +43,8 @@ for f in /usr/sbin/diraheadd /usr/sbin/diraheadctl /lib/systemd/system/dirahead.
 	 /usr/share/doc/dirahead/copyright; do has "$f" dirahead; done
 for f in /usr/lib/$MA/libdirahead.so.0 /usr/lib/$MA/libdirahead.so.$VERSION; do has "$f" libdirahead0; done
 for f in /usr/include/dirahead.h /usr/lib/$MA/libdirahead.so /usr/lib/$MA/libdirahead.a \
-	 /usr/lib/$MA/pkgconfig/dirahead.pc /usr/share/man/man3/dirreadahead.3.gz; do has "$f" libdirahead-dev; done
+	 /usr/lib/$MA/pkgconfig/dirahead.pc /usr/share/man/man3/dirreadahead.3.gz \
+	 /usr/share/man/man3/dirahead_xreaddir.3.gz; do has "$f" libdirahead-dev; done
 [ -f "$(readlink -f "$R/usr/lib/$MA/libdirahead.so")" ] || fail "libdirahead.so does not resolve"
 dpkg-deb -c "$D/libdirahead-dev_${VERSION}_$ARCH.deb" | awk '{ print $6 }' | grep -q 'libdirahead\.so\.0' &&
 	fail "libdirahead-dev ships the runtime library"

@@ -28,6 +28,7 @@ done <<EOF
 $UNITDIR/dirahead.service 644
 /etc/dirahead/dirahead.conf 644
 /usr/share/man/man3/dirreadahead.3 644
+/usr/share/man/man3/dirahead_xreaddir.3 644
 /usr/share/man/man5/dirahead.conf.5 644
 /usr/share/man/man8/diraheadd.8 644
 /usr/share/man/man8/diraheadctl.8 644
@@ -78,6 +79,21 @@ LD_LIBRARY_PATH=$R/usr/lib ldd "$T/ex-shared" | grep -q "libdirahead.so.0 => $R/
 cc -Wall -Werror -o "$T/ex-static" "$T/example.c" $cflags "$R/usr/lib/libdirahead.a" \
 	$(echo "$static_libs" | sed 's/-ldirahead//') 2>"$T/cc.log" || fail "static link: $(cat "$T/cc.log")"
 out=$(timeout 30 "$T/ex-static" "$T/dir" 2>&1) || fail "example (static): $out"
+# The example of dirahead_xreaddir(3), the same way: every entry listed with its mode.
+awk '/^\.EX/ { on = 1; next } /^\.EE/ { on = 0; print "" } on' "$TOP/packaging/man/dirahead_xreaddir.3" |
+	sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\e/\\/g' |
+	awk '/^#define _GNU_SOURCE/ { code = 1 } code' >"$T/example2.c"
+cat >>"$T/example2.c" <<'EOF'
+int main(int argc, char **argv)
+{
+    (void)argc;
+    return lsl(argv[1]) == 0 ? 0 : 1;
+}
+EOF
+cc -Wall -Werror -o "$T/ex2" "$T/example2.c" $cflags $libs 2>"$T/cc.log" ||
+	fail "the example of dirahead_xreaddir(3) does not compile: $(cat "$T/cc.log")"
+out=$(LD_LIBRARY_PATH=$R/usr/lib timeout 30 "$T/ex2" "$T/dir" 2>&1) || fail "xreaddir example: $out"
+assert_eq "$(grep -c ' f0' <<<"$out")" 300 "entries listed by the dirahead_xreaddir(3) example"
 info "examples build and run, shared and static"
 
 # ---- PREFIX elsewhere: the unit and the .pc follow it -----------------------------------------

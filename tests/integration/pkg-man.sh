@@ -8,7 +8,7 @@
 need_cmd mandoc
 
 MAN=$TOP/packaging/man
-pages=(diraheadd.8 diraheadctl.8 dirahead.conf.5 dirreadahead.3)
+pages=(diraheadd.8 diraheadctl.8 dirahead.conf.5 dirreadahead.3 dirahead_xreaddir.3)
 
 for p in "${pages[@]}"; do
 	[ -f "$MAN/$p" ] || fail "missing man page $p"
@@ -84,10 +84,23 @@ done
 man_has diraheadctl.8 "DIRAHEAD_SOCKET" "environment variable"
 man_has diraheadctl.8 "/run/dirahead/diraheadd.sock" "default socket"
 
-# ---- dirreadahead(3): every public function of include/dirahead.h ------------------------
+# ---- dirreadahead(3), dirahead_xreaddir(3): every public function of include/dirahead.h ----
 funcs=$(grep -oE '^[a-z].*[ *](dirreadahead|dirahead_[a-z_]+)\(' "$TOP/include/dirahead.h" |
 	grep -oE '(dirreadahead|dirahead_[a-z_]+)\($' | tr -d '(' | sort -u)
 [ -n "$funcs" ] || fail "no functions found in include/dirahead.h"
-for f in $funcs; do man_has dirreadahead.3 "$f(" "function in dirahead.h"; done
+for f in $funcs; do
+	case $f in
+	dirahead_xreaddir*) man_has dirahead_xreaddir.3 "$f(" "function in dirahead.h" ;;
+	*) man_has dirreadahead.3 "$f(" "function in dirahead.h" ;;
+	esac
+done
+# and every field of the iterator's structs, and its flags, in its page
+fields=$(sed -n '/^struct dirahead_x[a-z_]* {/,/^};/p' "$TOP/include/dirahead.h" |
+	grep -oE '[a-z_]+;' | tr -d ';' | sort -u)
+[ -n "$fields" ] || fail "no iterator fields found in include/dirahead.h"
+for f in $fields; do man_has dirahead_xreaddir.3 "$f" "field of the iterator's structs"; done
+for f in $(grep -oE '^#define DIRAHEAD_XREADDIR_[A-Z_]+' "$TOP/include/dirahead.h" | cut -d' ' -f2); do
+	man_has dirahead_xreaddir.3 "$f" "flag in dirahead.h"
+done
 info "functions: $(echo $funcs)"
 echo "PASS"

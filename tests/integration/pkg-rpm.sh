@@ -39,7 +39,8 @@ check_files "$main" /usr/sbin/diraheadd /usr/sbin/diraheadctl /usr/lib/systemd/s
 	/usr/share/man/man5/dirahead.conf.5
 check_files "$libs" "$libdir/libdirahead.so.0" "$libdir/libdirahead.so.$VERSION"
 check_files "$devel" /usr/include/dirahead.h "$libdir/libdirahead.so" "$libdir/libdirahead.a" \
-	"$libdir/pkgconfig/dirahead.pc" /usr/share/man/man3/dirreadahead.3
+	"$libdir/pkgconfig/dirahead.pc" /usr/share/man/man3/dirreadahead.3 \
+	/usr/share/man/man3/dirahead_xreaddir.3
 q --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$main" | grep -qx 'cn /etc/dirahead/dirahead.conf' ||
 	fail "dirahead.conf is not %config(noreplace)"
 q --scripts "$main" | grep -q 'dirahead.service' || fail "no systemd scriptlets in the rpm"
