@@ -111,6 +111,8 @@ all: $(BUILD)/diraheadd
 endif
 
 # The detector's trace harness (tests/bpf/): the detector alone, one line per event.
+# The openers run on libdirahead's worker pool (daemon/lib/pool.h, in libdirahead.a, not exported).
+$(BUILD)/daemon/diraheadd/opener.o: CFLAGS += -Idaemon/lib
 DETECTOR_OBJ := $(BUILD)/daemon/diraheadd/detector.o
 $(BUILD)/tests/bpf/detector-trace.o: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/bpf/detector-trace.o: daemon/diraheadd/detector.h
@@ -181,7 +183,8 @@ $(BUILD)/tests/unit/test_hostcheck: CFLAGS += -Idaemon/diraheadd
 # The openers' admission and stuck accounting, with jobs that block on a pipe.
 $(BUILD)/tests/unit/test_opener: $(BUILD)/daemon/diraheadd/opener.o
 $(BUILD)/tests/unit/test_opener: CFLAGS += -Idaemon/diraheadd
-$(BUILD)/tests/unit/test_opener: LIB_DEPS += $(SD_LIBS)
+# (and the pool it runs on: libdirahead.a again, after opener.o on the command line)
+$(BUILD)/tests/unit/test_opener: LIB_DEPS += $(BUILD)/libdirahead.a $(SD_LIBS)
 # Who is on the other end of a socket (the metrics endpoint's limits and access).
 $(BUILD)/tests/unit/test_peer: $(BUILD)/daemon/diraheadd/peer.o
 $(BUILD)/tests/unit/test_peer: CFLAGS += -Idaemon/diraheadd

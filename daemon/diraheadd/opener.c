@@ -1,130 +1,89 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The openers' policy (opener.h) over libdirahead's worker pool (daemon/lib/pool.h), which does
+ * the mechanics: threads, queue, wakeups, shutdown, and stuck jobs released after stuck_ms with
+ * a replacement thread.  Here: each job's filesystem and user, the per-user share, the refusal
+ * rules, the stuck counts, and the eventfd that brings finished jobs back to the event loop.
+ */
 #include "opener.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "list.h"
-#include "monoclock.h"
+#include "pool.h"
 
-/* An idle opener thread exits after this long: an idle daemon keeps none. */
-#define IDLE_EXIT_SEC 5
 /* Threads in all, stuck ones included: replacements for stuck jobs stop here (each stuck job is
  * also its user's, and a user has per_user at most). */
 #define MAX_FACTOR 4
+/* Openers open, read and sort one directory at a time: a small stack is plenty. */
+#define OPENER_STACK (64 * 1024)
 
 struct job {
-	struct list_head node;      /* queue, running or done list */
+	struct pool_job pj;
 	void (*run)(void *), (*done)(void *), (*discard)(void *);
 	void *arg;
 	uint32_t dev_major, dev_minor;   /* 0:0: not known yet (a run by path) */
 	uint32_t uid;
-	uint64_t start_ns;
 };
 
 struct opener {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct list_head queue, running, done;
-	unsigned threads, nthreads, idle, nqueued, nrunning;
-	unsigned per_user;
-	uint64_t stuck_ns;
+	struct pool *pool;
+	unsigned threads, per_user;
 	int efd;
 	sd_event_source *src;
-	bool closing;               /* opener_free() was called: threads free it when the last ends */
 };
 
-
-static void destroy(struct opener *o)
+static struct job *job_of(const struct pool_job *pj)
 {
-	pthread_mutex_destroy(&o->lock);
-	pthread_cond_destroy(&o->cond);
-	if (o->efd >= 0)
-		close(o->efd);
-	free(o);
+	return list_entry(pj, struct job, pj);
 }
 
-static void *worker(void *arg)
+static void job_run(struct pool_job *pj)
 {
-	struct opener *o = arg;
-	pthread_mutex_lock(&o->lock);
-	for (;;) {
-		while (list_empty(&o->queue) && !o->closing) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += IDLE_EXIT_SEC;
-			o->idle++;
-			int r = pthread_cond_timedwait(&o->cond, &o->lock, &ts);
-			o->idle--;
-			if (r == ETIMEDOUT && list_empty(&o->queue))
-				goto out;
-		}
-		if (o->closing)
-			break;
-		struct job *j = list_first(&o->queue, struct job, node);
-		list_del(&j->node);
-		o->nqueued--;
-		o->nrunning++;
-		j->start_ns = mono_ns();
-		list_add_tail(&j->node, &o->running);
-		pthread_mutex_unlock(&o->lock);
+	struct job *j = job_of(pj);
+	j->run(j->arg);
+}
 
-		j->run(j->arg);
-
-		pthread_mutex_lock(&o->lock);
-		list_del(&j->node);
-		o->nrunning--;
-		if (o->closing) { /* nobody will take it: let go of what it holds here */
-			pthread_mutex_unlock(&o->lock);
-			j->discard(j->arg);
-			free(j);
-			pthread_mutex_lock(&o->lock);
-			break;
-		}
-		list_add_tail(&j->node, &o->done);
-		uint64_t one = 1;
-		if (write(o->efd, &one, sizeof(one)) < 0) {
-			/* the counter cannot overflow at our rate: nothing to do */
-		}
-	}
-out:;
-	bool last = --o->nthreads == 0 && o->closing;
-	pthread_mutex_unlock(&o->lock);
-	if (last)
-		destroy(o);
-	return NULL;
+/* Nobody will take it (the opener is gone): let go of what it holds, in whatever thread. */
+static void job_discard(struct pool_job *pj)
+{
+	struct job *j = job_of(pj);
+	j->discard(j->arg);
+	free(j);
 }
 
 static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct opener *o = userdata;
-	uint64_t n;
-	struct list_head done;
+	struct list_head done = LIST_INIT(done), *pos, *n;
+	uint64_t cnt;
 	(void)s;
 	(void)revents;
-	if (read(fd, &n, sizeof(n)) < 0) {
+	if (read(fd, &cnt, sizeof(cnt)) < 0) {
 		/* EAGAIN: a spurious wakeup */
 	}
-	list_init(&done);
-	pthread_mutex_lock(&o->lock);
-	while (!list_empty(&o->done)) {
-		struct job *j = list_first(&o->done, struct job, node);
-		list_del(&j->node);
-		list_add_tail(&j->node, &done);
-	}
-	pthread_mutex_unlock(&o->lock);
-	while (!list_empty(&done)) {
-		struct job *j = list_first(&done, struct job, node);
-		list_del(&j->node);
+	pool_take_done(o->pool, &done);
+	list_for_each_safe(pos, n, &done) {
+		struct job *j = job_of(list_entry(pos, struct pool_job, node));
+		list_del(pos);
 		j->done(j->arg);
 		free(j);
 	}
 	return 0;
+}
+
+static void destroy(struct opener *o)
+{
+	sd_event_source_disable_unref(o->src);
+	if (o->pool)
+		pool_close(o->pool);
+	if (o->efd >= 0)
+		close(o->efd);
+	free(o);
 }
 
 struct opener *opener_new(sd_event *loop, unsigned threads, unsigned per_user, unsigned stuck_ms)
@@ -132,49 +91,60 @@ struct opener *opener_new(sd_event *loop, unsigned threads, unsigned per_user, u
 	struct opener *o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
-	pthread_mutex_init(&o->lock, NULL);
-	pthread_cond_init(&o->cond, NULL);
-	list_init(&o->queue);
-	list_init(&o->running);
-	list_init(&o->done);
 	o->threads = threads ? threads : 1;
 	o->per_user = per_user ? per_user : 1;
-	o->stuck_ns = (uint64_t)stuck_ms * 1000000ull;
 	o->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (o->efd < 0 || sd_event_add_io(loop, &o->src, o->efd, EPOLLIN, on_done, o) < 0) {
+	/* stuck_ms 0: stuck as soon as it runs (the pool's 0 would mean never) */
+	uint64_t stuck_ns = stuck_ms ? (uint64_t)stuck_ms * 1000000ull : 1;
+	if (o->efd >= 0)
+		o->pool = pool_new_timed(o->threads, MAX_FACTOR * o->threads, o->efd, OPENER_STACK,
+					 stuck_ns);
+	if (!o->pool || sd_event_add_io(loop, &o->src, o->efd, EPOLLIN, on_done, o) < 0) {
 		destroy(o);
 		return NULL;
 	}
 	return o;
 }
 
-static bool is_stuck(const struct opener *o, const struct job *j, uint64_t now)
+/* What the pool holds, seen from one user and one filesystem. */
+struct tally {
+	bool any;                        /* count stuck jobs of any filesystem */
+	uint32_t dev_major, dev_minor, uid;
+	unsigned queued, running, stuck; /* all of them */
+	unsigned user;                   /* uid's jobs queued or running, stuck ones too */
+	unsigned stuck_on;               /* stuck on dev (on 0:0: uid's with no filesystem yet) */
+};
+
+static void count(const struct pool_job *pj, void *ctx)
 {
-	return now - j->start_ns > o->stuck_ns;
+	struct tally *t = ctx;
+	const struct job *j = job_of(pj);
+	bool running = pj->state == JOB_RUNNING, stuck = running && pj->released;
+	t->queued += !running;
+	t->running += running;
+	t->stuck += stuck;
+	t->user += j->uid == t->uid;
+	t->stuck_on += stuck && (t->any || (j->dev_major == t->dev_major &&
+					    j->dev_minor == t->dev_minor &&
+					    (t->dev_major || t->dev_minor || j->uid == t->uid)));
 }
 
-/* What a new job of `uid` meets (under the lock): the user's jobs queued or running (stuck ones
- * too: they are the user's until they return), and the running jobs that are stuck. */
-static void tally(const struct opener *o, uint32_t uid, unsigned *user, unsigned *stuck)
+static struct tally tally(const struct opener *o, bool any, uint32_t maj, uint32_t min,
+			  uint32_t uid)
 {
-	uint64_t t = mono_ns();
-	*user = *stuck = 0;
-	for (struct list_head *p = o->queue.next; p != &o->queue; p = p->next)
-		*user += list_entry(p, struct job, node)->uid == uid;
-	for (struct list_head *p = o->running.next; p != &o->running; p = p->next) {
-		const struct job *j = list_entry(p, struct job, node);
-		*user += j->uid == uid;
-		*stuck += is_stuck(o, j, t);
-	}
+	struct tally t = { .any = any, .dev_major = maj, .dev_minor = min, .uid = uid };
+	pool_visit(o->pool, count, &t);
+	return t;
 }
 
-/* May a new job of a user with `user` jobs be queued now?  0, -EUSERS or -EBUSY. */
-static int admission(const struct opener *o, unsigned user, unsigned stuck)
+/* May a new job of the user tallied be queued now?  0, -EUSERS or -EBUSY.  A tally taken before
+ * the submission can only be stale towards refusing (jobs end meanwhile), never towards more. */
+static int admission(const struct opener *o, const struct tally *t)
 {
-	if (user >= o->per_user)
+	if (t->user >= o->per_user)
 		return -EUSERS;
 	/* stuck jobs no longer hold the pool (their users' shares hold them) */
-	if (o->nqueued >= o->threads && o->nrunning - stuck >= o->threads)
+	if (t->queued >= o->threads && t->running - t->stuck >= o->threads)
 		return -EBUSY;
 	return 0;
 }
@@ -182,95 +152,35 @@ static int admission(const struct opener *o, unsigned user, unsigned stuck)
 int opener_run(struct opener *o, uint32_t dev_major, uint32_t dev_minor, uint32_t uid,
 	       void (*run)(void *arg), void (*done)(void *arg), void (*discard)(void *arg), void *arg)
 {
-	unsigned user, nstuck;
-	pthread_mutex_lock(&o->lock);
-	tally(o, uid, &user, &nstuck);
-	int r = admission(o, user, nstuck);
-	if (r < 0) {
-		pthread_mutex_unlock(&o->lock);
+	struct tally t = tally(o, false, dev_major, dev_minor, uid);
+	int r = admission(o, &t);
+	if (r < 0)
 		return r;
-	}
 	struct job *j = calloc(1, sizeof(*j));
-	if (!j) {
-		pthread_mutex_unlock(&o->lock);
+	if (!j)
 		return -ENOMEM;
-	}
-	*j = (struct job){ .run = run, .done = done, .discard = discard, .arg = arg,
+	*j = (struct job){ .pj = { .run = job_run, .discard = job_discard },
+			   .run = run, .done = done, .discard = discard, .arg = arg,
 			   .dev_major = dev_major, .dev_minor = dev_minor, .uid = uid };
-	list_add_tail(&j->node, &o->queue);
-	o->nqueued++;
-	if (o->idle) {
-		pthread_cond_signal(&o->cond);
-	} else if (o->nthreads - nstuck < o->threads && o->nthreads < MAX_FACTOR * o->threads) {
-		/* a thread more, or one in place of a stuck one (which goes when its call returns) */
-		pthread_t th;
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 64 * 1024);
-		if (pthread_create(&th, &attr, worker, o) == 0)
-			o->nthreads++;
-		pthread_attr_destroy(&attr);
-		if (!o->nthreads) { /* no thread at all: nothing would run it */
-			list_del(&j->node);
-			o->nqueued--;
-			pthread_mutex_unlock(&o->lock);
-			free(j);
-			return -EAGAIN;
-		}
-	}
-	pthread_mutex_unlock(&o->lock);
-	return 0;
-}
-
-static unsigned stuck(const struct opener *o, bool any, uint32_t maj, uint32_t min, uint32_t uid)
-{
-	struct opener *m = (struct opener *)o; /* the lock, not the state, changes */
-	uint64_t t = mono_ns();
-	unsigned n = 0;
-	pthread_mutex_lock(&m->lock);
-	for (struct list_head *p = m->running.next; p != &m->running; p = p->next) {
-		const struct job *j = list_entry(p, struct job, node);
-		n += is_stuck(o, j, t) &&
-		     (any || (j->dev_major == maj && j->dev_minor == min &&
-			      (maj || min || j->uid == uid)));
-	}
-	pthread_mutex_unlock(&m->lock);
-	return n;
+	r = pool_submit(o->pool, &j->pj);
+	if (r < 0) /* no thread at all: nothing would run it */
+		free(j);
+	return r;
 }
 
 unsigned opener_stuck(const struct opener *o)
 {
-	return stuck(o, true, 0, 0, 0);
+	return tally(o, true, 0, 0, 0).stuck_on;
 }
 
 unsigned opener_stuck_on(const struct opener *o, uint32_t dev_major, uint32_t dev_minor,
 			 uint32_t uid)
 {
-	return stuck(o, false, dev_major, dev_minor, uid);
+	return tally(o, false, dev_major, dev_minor, uid).stuck_on;
 }
 
 void opener_free(struct opener *o)
 {
-	if (!o)
-		return;
-	sd_event_source_disable_unref(o->src);
-	o->src = NULL;
-	pthread_mutex_lock(&o->lock);
-	o->closing = true;
-	/* queued and finished jobs are nobody's now */
-	struct list_head *lists[] = { &o->queue, &o->done };
-	for (int i = 0; i < 2; i++)
-		while (!list_empty(lists[i])) {
-			struct job *j = list_first(lists[i], struct job, node);
-			list_del(&j->node);
-			j->discard(j->arg);
-			free(j);
-		}
-	o->nqueued = 0;
-	pthread_cond_broadcast(&o->cond);
-	bool none = o->nthreads == 0;
-	pthread_mutex_unlock(&o->lock);
-	if (none)
+	if (o)
 		destroy(o);
 }

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "monoclock.h"
+
 /* Workers only make a few syscalls; a small stack keeps hundreds of them cheap. */
 #define WORKER_STACK (256 * 1024)
 #define IDLE_EXIT_SEC 5
@@ -16,13 +18,15 @@
 struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct list_head queue, done;
+	struct list_head queue, running, done;
 	unsigned queued;     /* jobs on `queue` */
 	unsigned nthreads;   /* workers alive (including stuck ones) */
 	unsigned idle;       /* workers waiting for a job */
 	unsigned released;   /* running jobs the owner no longer counts */
 	unsigned base, max;
 	int notify_fd;
+	size_t stack;
+	uint64_t stuck_ns;   /* 0: only the owner releases jobs */
 	bool closing;
 };
 
@@ -48,6 +52,21 @@ static unsigned target(const struct pool *p)
 	return t > p->max ? p->max : t;
 }
 
+/* Under the lock (timed pools): running jobs past stuck_ns no longer hold a worker. */
+static void release_stuck(struct pool *p)
+{
+	if (!p->stuck_ns)
+		return;
+	uint64_t now = mono_ns();
+	for (struct list_head *n = p->running.next; n != &p->running; n = n->next) {
+		struct pool_job *j = list_entry(n, struct pool_job, node);
+		if (!j->released && now - j->start_ns > p->stuck_ns) {
+			j->released = true;
+			p->released++;
+		}
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
@@ -71,11 +90,15 @@ static void *worker(void *arg)
 		list_del(&j->node);
 		p->queued--;
 		j->state = JOB_RUNNING;
+		if (p->stuck_ns)
+			j->start_ns = mono_ns();
+		list_add_tail(&j->node, &p->running);
 		pthread_mutex_unlock(&p->lock);
 
 		j->run(j);
 
 		pthread_mutex_lock(&p->lock);
+		list_del(&j->node);
 		if (j->released)
 			p->released--;
 		if (p->closing) {
@@ -113,7 +136,7 @@ static int spawn(struct pool *p)
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, WORKER_STACK);
+	pthread_attr_setstacksize(&attr, p->stack);
 	/* Workers block every signal, so the application's signals go to its own threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -134,7 +157,8 @@ static void grow(struct pool *p)
 			break;
 }
 
-struct pool *pool_new(unsigned base, unsigned max, int notify_fd)
+struct pool *pool_new_timed(unsigned base, unsigned max, int notify_fd, size_t stack,
+			    uint64_t stuck_ns)
 {
 	struct pool *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -142,11 +166,19 @@ struct pool *pool_new(unsigned base, unsigned max, int notify_fd)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	list_init(&p->queue);
+	list_init(&p->running);
 	list_init(&p->done);
 	p->base = base ? base : 1;
 	p->max = max < p->base ? p->base : max;
 	p->notify_fd = notify_fd;
+	p->stack = stack;
+	p->stuck_ns = stuck_ns;
 	return p;
+}
+
+struct pool *pool_new(unsigned base, unsigned max, int notify_fd)
+{
+	return pool_new_timed(base, max, notify_fd, WORKER_STACK, 0);
 }
 
 int pool_submit(struct pool *p, struct pool_job *j)
@@ -157,6 +189,7 @@ int pool_submit(struct pool *p, struct pool_job *j)
 	j->released = false;
 	list_add_tail(&j->node, &p->queue);
 	p->queued++;
+	release_stuck(p);
 	grow(p);
 	if (!p->nthreads) {
 		list_del(&j->node);
@@ -192,6 +225,17 @@ void pool_release(struct pool *p, struct pool_job *j)
 		p->released++;
 		grow(p);
 	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pool_visit(struct pool *p, void (*fn)(const struct pool_job *j, void *ctx), void *ctx)
+{
+	struct list_head *lists[] = { &p->queue, &p->running };
+	pthread_mutex_lock(&p->lock);
+	release_stuck(p);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		for (struct list_head *n = lists[i]->next; n != lists[i]; n = n->next)
+			fn(list_entry(n, struct pool_job, node), ctx);
 	pthread_mutex_unlock(&p->lock);
 }
 
