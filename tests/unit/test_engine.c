@@ -644,7 +644,7 @@ static void test_fallback(void **state)
 		if (!e || dirahead_engine_backend(e) != DIRAHEAD_BACKEND_THREADS)
 			_exit(12);
 		int fd = open(big, O_RDONLY | O_CLOEXEC);
-		if (!dirahead_dir_submit(e, fd, NULL) || dirahead_engine_run(e, 10000) != 0)
+		if (!dirahead_dir_submit(e, fd, NULL) || dirahead_engine_run(e, 60000) != 0)
 			_exit(13);
 		struct dirahead_engine_stats st;
 		dirahead_engine_get_stats(e, &st);
