@@ -31,6 +31,8 @@ DEB_DEPS := build-essential clang llvm pkg-config bpftool libbpf-dev libelf-dev 
 DEB_DEPS += acl
 # getfattr/setfattr: xattrs read through dirahead_xreaddir() match (tests/integration/xreaddir-slowfs.sh)
 DEB_DEPS += attr
+# diraheadctl top in a real terminal (tests/integration/ctl-top.sh)
+DEB_DEPS += tmux
 # packaging tests (tests/integration/pkg-*.sh): man page lint, .deb and .rpm builds
 DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted
@@ -185,6 +187,11 @@ $(BUILD)/tests/unit/test_opener: $(BUILD)/daemon/diraheadd/opener.o
 $(BUILD)/tests/unit/test_opener: CFLAGS += -Idaemon/diraheadd
 # (and the pool it runs on: libdirahead.a again, after opener.o on the command line)
 $(BUILD)/tests/unit/test_opener: LIB_DEPS += $(BUILD)/libdirahead.a $(SD_LIBS)
+# The decision log's words and ring (it reads the cost model's figures, logs at info).
+$(BUILD)/tests/unit/test_decisions: $(BUILD)/daemon/diraheadd/decisions.o $(BUILD)/daemon/diraheadd/policy.o \
+                                    $(BUILD)/daemon/diraheadd/log.o
+$(BUILD)/tests/unit/test_decisions: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_decisions: LIB_DEPS += $(SD_LIBS)
 # Who is on the other end of a socket (the metrics endpoint's limits and access).
 $(BUILD)/tests/unit/test_peer: $(BUILD)/daemon/diraheadd/peer.o
 $(BUILD)/tests/unit/test_peer: CFLAGS += -Idaemon/diraheadd
@@ -214,7 +221,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(FUZZ_SAN) \
                 -fsanitize=fuzzer-no-link -Iinclude -Idaemon/common -Idaemon/diraheadd -Itests/fuzz \
                 -I$(BUILD) -DDIRAHEAD_VERSION=\"$(VERSION)\"
-FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log
+FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log decisions
 FUZZ_LIB_OBJS := $(FUZZ_DAEMON:%=$(BUILD)/fuzz/obj/daemon/diraheadd/%.o) \
                  $(COMMON_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h)
