@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decisions.h"
 #include "detector.h"
 #include "dirahead.h"
 #include "gate.h"
@@ -67,6 +68,8 @@ struct scan {
 	struct dirahead_dir *dir;   /* while prefetching */
 	enum dd_end_reason end_reason; /* in an ENDED state */
 	uint64_t stats_seen;        /* the application's stat count at the last event */
+	uint64_t stats0;            /* ... when prefetch started */
+	double judged_before_ns, judged_after_ns; /* the last pay-off judgment (decisions.h) */
 	uint64_t app_pos;           /* entries of our order the application has reached */
 	uint64_t window, limit;
 	uint64_t completed, failed; /* prefetch requests finished */
@@ -206,6 +209,10 @@ static void log_end(struct scan *s, enum dd_end_reason why)
 		   (unsigned long long)s->completed, (unsigned long long)s->failed,
 		   (unsigned long long)s->hits, (unsigned long long)s->misses,
 		   (double)(mono_ns() - s->start_ns) / 1e9);
+	struct dec_nums n = { .cost_ns = s->judged_before_ns, .with_ns = s->judged_after_ns,
+			      .min_gain = s->mgr->cfg.min_gain, .stats = s->stats_seen - s->stats0,
+			      .prefetched = s->completed, .hits = s->hits, .misses = s->misses };
+	decisions_add(DEC_ENDED, DEC_SCAN, s->tgid, s->comm, s->path, dd_end_reason_names[why], &n);
 }
 
 /* Ends a scan: counts it, tells the detector to stop reporting it, and frees it once the engine
@@ -250,8 +257,19 @@ static void end_scan(struct scan *s, enum dd_end_reason why)
 	}
 }
 
-static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why)
+/* A skip, with the numbers it was decided by (n: NULL if none) for the decision log. */
+static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why,
+		     const struct dec_nums *n)
 {
+	struct dec_nums dn = n ? *n : (struct dec_nums)DEC_NUMS_INIT;
+	char dir[DIRAHEAD_PATH_LEN];
+	dn.dry_run = why == DD_SKIP_DRY_RUN;
+	if (ev->ref & DIRAHEAD_REF_PATH)
+		snprintf(dir, sizeof(dir), "%.*s", DIRAHEAD_PATH_LEN - 1, ev->path);
+	else
+		snprintf(dir, sizeof(dir), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
+			 (unsigned long long)ev->ino);
+	decisions_add(DEC_SKIPPED, DEC_SCAN, ev->tgid, ev->comm, dir, dd_skip_reason_names[why], &dn);
 	if (why == DD_SKIP_DRY_RUN)
 		log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, ev->comm, ev->path);
 	m->st->skips[why]++;
@@ -275,13 +293,22 @@ static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_sk
 	}
 }
 
-/* A probing scan is over without prefetch: the probe said no, or the program was done first. */
-static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum dd_skip_reason why)
+static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why)
 {
-	if (ev)
-		skip(s->mgr, ev, why);
-	else
+	skip_why(m, ev, why, NULL);
+}
+
+/* A probing scan is over without prefetch: the probe said no (n: its numbers), or the program
+ * was done first. */
+static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum dd_skip_reason why,
+			 const struct dec_nums *n)
+{
+	if (ev) {
+		skip_why(s->mgr, ev, why, n);
+	} else {
 		s->mgr->st->skips[why]++;
+		decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->comm, s->path, dd_skip_reason_names[why], n);
+	}
 	free_scan(s);
 }
 
@@ -300,6 +327,7 @@ static void drop_opening(struct scan *s, enum dd_skip_reason why)
 	struct scan_mgr *m = s->mgr;
 	assert(s->life == SCAN_OPENING && m->active > 0);
 	m->st->skips[why]++;
+	decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->comm, s->path, dd_skip_reason_names[why], NULL);
 	m->st->scans_started--;
 	m->active--;
 	if (!s->bpf_gone)
@@ -362,7 +390,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	assert(s->life == SCAN_PROBING);
 	s->life = SCAN_OPENING;
 	s->cgroup_id = ev->cgroup_id;
-	s->app_pos = s->stats_seen = ev->stats;
+	s->app_pos = s->stats_seen = s->stats0 = ev->stats;
 	s->start_ns = s->last_ns = mono_ns();
 	m->active++;
 	m->st->scans_started++;
@@ -593,9 +621,33 @@ static int start_probing(struct scan *s, const struct dirahead_event *ev, bool t
 	return 0;
 }
 
+/* The start rule's numbers for the decision log: ev's scan, whose stats cost c (NULL: its
+ * confirming stats), on ev's filesystem (fs: NULL) or fs. */
+static struct dec_nums start_nums(struct scan_mgr *m, const struct dirahead_event *ev,
+				  struct pol_fs *fs, const struct pol_cost *c, bool probed)
+{
+	struct gate_ask_fs at = { m, ev };
+	struct pol_sample smp;
+	struct pol_cost own;
+	if (!c) {
+		pol_sample_of(&smp, ev);
+		pol_cost_between(NULL, &smp, &own);
+		c = &own;
+	}
+	return decisions_start_nums(m->pol, fs ? fs : ev_fs(&at), c, m->cfg.start_factor, probed,
+				    mono_ns());
+}
+
+static void record_start(struct scan *s, const struct dirahead_event *ev, bool probed)
+{
+	struct dec_nums n = start_nums(s->mgr, ev, scan_fs(s), &s->j.before, probed);
+	decisions_add(DEC_STARTED, DEC_SCAN, s->tgid, s->comm, s->path, "prefetch", &n);
+}
+
 static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,
 		       uint32_t bdev_minor, uint64_t bino, int *pre_fd, enum dirahead_order pre_order)
 {
+	struct dec_nums dn;
 	struct gate_ask ask = { m, bdev_major, bdev_minor, bino };
 	const struct gate_facts facts = { .hung = ask_hung, .dup = ask_dup, .walking = ask_walking,
 					  .ctx = &ask };
@@ -605,12 +657,14 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		assert(dup);
 		dup->bpf_gone = true;
 		if (dup->life == SCAN_PROBING)
-			drop_probing(dup, NULL, DD_SKIP_PROBE_ENDED);
+			drop_probing(dup, NULL, DD_SKIP_PROBE_ENDED, NULL);
 		else
 			end_scan(dup, DD_END_COMPLETED);
 	}
 	if (v.act == GATE_SKIP) {
-		skip(m, ev, v.why);
+		if (v.why == DD_SKIP_DRY_RUN) /* advice: what it would have done */
+			dn = start_nums(m, ev, NULL, NULL, false);
+		skip_why(m, ev, v.why, v.why == DD_SKIP_DRY_RUN ? &dn : NULL);
 		return;
 	}
 	assert(v.act == GATE_ADMIT);
@@ -622,7 +676,8 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 	struct judge j = { 0 };
 	struct judge_verdict jv = judge_start(&j, &w, ev);
 	if (jv.act == JUDGE_FAST || jv.act == JUDGE_NO_GAIN) {
-		skip(m, ev, jv.act == JUDGE_FAST ? DD_SKIP_FAST : DD_SKIP_FS_NO_GAIN);
+		dn = start_nums(m, ev, NULL, &j.before, false);
+		skip_why(m, ev, jv.act == JUDGE_FAST ? DD_SKIP_FAST : DD_SKIP_FS_NO_GAIN, &dn);
 		return;
 	}
 	struct scan *s = new_scan(m, ev, &ask, pre_fd, pre_order);
@@ -639,6 +694,8 @@ static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint
 		skip(m, ev, (enum dd_skip_reason)why);
 		return;
 	}
+	if (jv.act == JUDGE_START)
+		record_start(s, ev, false);
 	s->next = m->scans;
 	m->scans = s;
 	m->nscans++;
@@ -658,8 +715,9 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 		return;
 	}
 	assert(v.act == JUDGE_DECIDE);
+	struct dec_nums dn = start_nums(m, ev, scan_fs(s), &cost, true);
 	if (walk_mgr_walking(m->walks, s->tgid, s->dev_major, s->dev_minor)) {
-		drop_probing(s, ev, DD_SKIP_WALKED);
+		drop_probing(s, ev, DD_SKIP_WALKED, &dn);
 		return;
 	}
 	struct pol_sample now;
@@ -667,12 +725,15 @@ static void end_probe(struct scan *s, const struct dirahead_event *ev)
 	w.now_ns = mono_ns();
 	v = judge_after_probe(&s->j, &w, &cost, now.lat_n - s->j.at_scan.lat_n);
 	if (v.act == JUDGE_FAST) {
-		drop_probing(s, ev, DD_SKIP_FAST);
+		dn = start_nums(m, ev, scan_fs(s), &cost, true); /* the threshold it was judged by */
+		drop_probing(s, ev, DD_SKIP_FAST, &dn);
 		return;
 	}
 	int why = start_opening(s, ev);
 	if (why)
-		drop_probing(s, ev, (enum dd_skip_reason)why);
+		drop_probing(s, ev, (enum dd_skip_reason)why, &dn);
+	else
+		record_start(s, ev, true);
 }
 
 /* Why an opener's directory is not prefetched: what it found was another directory (for a run
@@ -802,6 +863,8 @@ static bool act_on_judgment(struct scan *s, const struct judge_verdict *v)
 		m->st->judged++;
 		m->st->judged_before_s += v->before_s;
 		m->st->judged_after_s += v->after_s;
+		s->judged_before_ns = v->before_s * 1e9;
+		s->judged_after_ns = v->after_s * 1e9;
 	}
 	if (v->reset_misses)
 		s->consecutive_misses = 0;
@@ -999,7 +1062,7 @@ static void on_end_event(struct scan_mgr *m, const struct dirahead_event *ev)
 		return;
 	s->bpf_gone = true; /* BPF has forgotten it already */
 	if (s->life == SCAN_PROBING) {
-		drop_probing(s, NULL, DD_SKIP_PROBE_ENDED);
+		drop_probing(s, NULL, DD_SKIP_PROBE_ENDED, NULL);
 		return;
 	}
 	on_progress(m, ev, true);
@@ -1120,7 +1183,7 @@ static void scan_tick(void *ctx, uint64_t t)
 			continue;
 		if (bpf_lost(s)) {
 			if (s->life == SCAN_PROBING)
-				drop_probing(s, NULL, DD_SKIP_PROBE_ENDED);
+				drop_probing(s, NULL, DD_SKIP_PROBE_ENDED, NULL);
 			else
 				end_scan(s, DD_END_EVICTED);
 		} else if (t - s->last_ns > idle) {
