@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decisions.h"
 #include "detector.h"
 #include "host.h"
 #include "log.h"
@@ -165,6 +166,8 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 	wtree_node_free(n);
 }
 
+static struct pol_fs *walk_fs(struct walk *w);
+
 static void end_walk(struct walk *w, enum dd_end_reason why)
 {
 	struct walk_mgr *m = w->mgr;
@@ -183,6 +186,10 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 		 "prefetched, %.3f s", w->tgid, w->comm, w->path, dd_end_reason_names[why],
 		 (unsigned long long)w->visited, (unsigned long long)w->entries,
 		 (double)(mono_ns() - w->start_ns) / 1e9);
+	struct dec_nums dn = { .cost_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.own_ns : -1,
+			       .with_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.ahead_ns : -1,
+			       .stats = w->visited, .prefetched = w->entries };
+	decisions_add(DEC_ENDED, DEC_WALK, w->tgid, w->comm, w->path, dd_end_reason_names[why], &dn);
 	if (w->root)
 		drop_subtree(w, w->root);
 	w->root = w->cursor = NULL;
@@ -612,6 +619,8 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->st->walks_list_only += list_only;
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
+	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, list_only ? "list" : "prefetch",
+		      NULL);
 	return w;
 }
 
