@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * The control protocol between diraheadctl and diraheadd: over the unix stream socket
- * DD_SOCKET_PATH the client sends one command line ("status", "stats", "scans", "metrics",
- * "reload"); the daemon answers with one reply and closes.  Replies start with "ok\n" or
- * "error <message>\n"; the rest is JSON (status, stats, scans), Prometheus text (metrics), or empty.
+ * DD_SOCKET_PATH the client sends one command line ("status", "stats", "scans", "explain" or
+ * "explain PID", "metrics", "reload"); the daemon answers with one reply and closes.  Replies
+ * start with "ok\n" or "error <message>\n"; the rest is JSON (status, stats, scans, explain),
+ * Prometheus text (metrics), or empty.
  */
 #ifndef DIRAHEAD_CTLPROTO_H
 #define DIRAHEAD_CTLPROTO_H

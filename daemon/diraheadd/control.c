@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /* The control socket (control.h): who may ask, one request line per connection, and the replies
- * (status, stats from the statistics table of stats.h, scans, metrics, reload). */
+ * (status, stats from the statistics table of stats.h, scans, explain from the decision log of
+ * decisions.h, metrics, reload). */
 #include "control.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "arm.h"
 #include "ctlproto.h"
 #include "daemon.h"
+#include "decisions.h"
 #include "detector.h"
 #include "log.h"
 #include "metrics.h"
@@ -220,6 +222,66 @@ char *control_scans_json(struct daemon *d)
 	return to_string(a);
 }
 
+static void add_decision(const struct decision *dc, void *ctx)
+{
+	json_object *o = json_object_new_object(), *n = json_object_new_object();
+	const struct dec_nums *x = &dc->n;
+	json_object_object_add(o, "time", json_object_new_double((double)dc->wall_us / 1e6));
+	json_object_object_add(o, "pid", json_object_new_int((int)dc->pid));
+	json_object_object_add(o, "comm", json_object_new_string(dc->comm));
+	json_object_object_add(o, "directory", json_object_new_string(dc->dir));
+	json_object_object_add(o, "what", json_object_new_string(dc->what == DEC_WALK ? "walk" : "scan"));
+	json_object_object_add(o, "decision", json_object_new_string(dec_kind_names[dc->kind]));
+	json_object_object_add(o, "reason", json_object_new_string(dc->reason));
+	json_object_object_add(o, "dry_run", json_object_new_boolean(x->dry_run));
+	json_object_object_add(o, "text", json_object_new_string(dc->text));
+	/* the numbers known, in microseconds */
+	const struct { const char *k; double v; } us[] = {
+		{ "cost_us", x->cost_ns }, { "with_prefetch_us", x->with_ns },
+		{ "entry_cost_us", x->entry_ns }, { "threshold_us", x->threshold_ns },
+	};
+	for (size_t i = 0; i < sizeof(us) / sizeof(us[0]); i++)
+		if (us[i].v >= 0)
+			json_object_object_add(n, us[i].k, json_object_new_double(us[i].v / 1e3));
+	if (x->min_gain > 0)
+		json_object_object_add(n, "min_gain", json_object_new_double(x->min_gain));
+	if (x->reprobe_s >= 0)
+		json_object_object_add(n, "reprobe_seconds", json_object_new_double(x->reprobe_s));
+	if (dc->kind == DEC_ENDED) {
+		json_object_object_add(n, "stats", json_object_new_uint64(x->stats));
+		json_object_object_add(n, "prefetched", json_object_new_uint64(x->prefetched));
+		json_object_object_add(n, "hits", json_object_new_uint64(x->hits));
+		json_object_object_add(n, "misses", json_object_new_uint64(x->misses));
+	}
+	json_object_object_add(o, "numbers", n);
+	json_object_array_add(ctx, o);
+}
+
+/* The decision log, oldest first; of one process if pid is not 0. */
+char *control_explain_json(uint32_t pid)
+{
+	json_object *a = json_object_new_array();
+	decisions_foreach(pid, add_decision, a);
+	return to_string(a);
+}
+
+/* "explain" or "explain PID": the PID in *pid (0: all); false if what follows is no PID. */
+static bool explain_pid(const char *cmd, uint32_t *pid)
+{
+	char *end;
+	*pid = 0;
+	if (!strcmp(cmd, "explain"))
+		return true;
+	if (strncmp(cmd, "explain ", 8) || cmd[8] < '1' || cmd[8] > '9')
+		return false;
+	errno = 0;
+	unsigned long v = strtoul(cmd + 8, &end, 10);
+	if (errno || *end || v > INT32_MAX)
+		return false;
+	*pid = (uint32_t)v;
+	return true;
+}
+
 static void reply(struct conn *k, bool ok, const char *body)
 {
 	/* Replies are small and the peer is waiting for them: a blocking write with a short
@@ -252,6 +314,13 @@ char *control_answer(struct daemon *d, const char *cmd, bool *ok)
 		body = control_stats_json(d);
 	} else if (!strcmp(cmd, "scans")) {
 		body = control_scans_json(d);
+	} else if (!strncmp(cmd, "explain", 7) && (!cmd[7] || cmd[7] == ' ')) {
+		uint32_t pid;
+		if (!explain_pid(cmd, &pid)) {
+			*ok = false;
+			return strdup("explain: not a process ID");
+		}
+		body = control_explain_json(pid);
 	} else if (!strcmp(cmd, "metrics")) {
 		body = metrics_text(d);
 	} else if (!strcmp(cmd, "reload")) {

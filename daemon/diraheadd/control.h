@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
-/* The control socket: diraheadctl's status, stats, scans, metrics and reload (ctlproto.h). */
+/* The control socket: diraheadctl's status, stats, scans, explain, metrics and reload (ctlproto.h). */
 #ifndef DIRAHEAD_CONTROL_H
 #define DIRAHEAD_CONTROL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct daemon;
 struct control;
@@ -21,6 +22,8 @@ int control_set_group(struct control *c, const char *group, char *err, size_t er
 char *control_status_json(struct daemon *d);
 char *control_stats_json(struct daemon *d);
 char *control_scans_json(struct daemon *d);
+/* The decision log (decisions.h), oldest first; pid 0: every process's. */
+char *control_explain_json(uint32_t pid);
 
 /* The answer to one request line (cmd, its newline cut off): *ok (false: an error, whose message
  * is the body) and the malloc'ed body; NULL when out of memory. */
