@@ -25,9 +25,7 @@ static int parse(int argc, char **argv, struct opts *o, bool json_ok)
 		{},
 	};
 	int c;
-	o->socket = getenv("DIRAHEAD_SOCKET");
-	if (!o->socket || !o->socket[0])
-		o->socket = DD_DEFAULT_SOCKET;
+	o->socket = ctl_default_socket();
 	o->json = false;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:jh", lo, NULL)) != -1) {
@@ -53,10 +51,20 @@ bad:
 	return -1;
 }
 
-/* Returns the exit code for a failed exchange, or 0 with *reply set. */
 static int ask(const struct opts *o, const char *cmd, char **reply)
 {
-	int r = ctl_request(o->socket, cmd, reply, 5000);
+	return ctl_ask(o->socket, cmd, reply);
+}
+
+const char *ctl_default_socket(void)
+{
+	const char *s = getenv("DIRAHEAD_SOCKET");
+	return s && s[0] ? s : DD_DEFAULT_SOCKET;
+}
+
+int ctl_ask(const char *socket, const char *cmd, char **reply)
+{
+	int r = ctl_request(socket, cmd, reply, 5000);
 	if (r == 0)
 		return 0;
 	if (r == 1) {
@@ -65,15 +73,15 @@ static int ask(const struct opts *o, const char *cmd, char **reply)
 		return CTL_EXIT_FAILURE;
 	}
 	if (r == -ENOENT || r == -ECONNREFUSED) {
-		fprintf(stderr, "diraheadctl: diraheadd is not running (no daemon at %s)\n", o->socket);
+		fprintf(stderr, "diraheadctl: diraheadd is not running (no daemon at %s)\n", socket);
 		return CTL_EXIT_NOT_RUNNING;
 	}
 	if (r == -EACCES || r == -EPERM) {
 		fprintf(stderr, "diraheadctl: permission denied on %s (root or the [control] group only)\n",
-			o->socket);
+			socket);
 		return CTL_EXIT_DENIED;
 	}
-	fprintf(stderr, "diraheadctl: %s: %s\n", o->socket, strerror(-r));
+	fprintf(stderr, "diraheadctl: %s: %s\n", socket, strerror(-r));
 	return CTL_EXIT_FAILURE;
 }
 

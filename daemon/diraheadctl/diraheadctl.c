@@ -13,6 +13,8 @@ static const struct command {
 	{ "status", cmd_status, "is the daemon running and attached (exit 0 when it is)" },
 	{ "stats", cmd_stats, "the daemon's statistics" },
 	{ "scans", cmd_scans, "the scans in progress" },
+	{ "explain", cmd_explain, "the last decisions and why, of one process or all [PID]" },
+	{ "top", cmd_top, "a live view of the daemon, its filesystems, scans and walks" },
 	{ "metrics", cmd_metrics, "the Prometheus metrics text" },
 	{ "reload", cmd_reload, "reload the configuration file" },
 	{ "prefetch", cmd_prefetch, "warm directories now, without the daemon" },

@@ -11,6 +11,14 @@ int cmd_stats(int argc, char **argv);
 int cmd_scans(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* The control socket: DIRAHEAD_SOCKET if set, else the default. */
+const char *ctl_default_socket(void);
+/* One exchange with the daemon: 0 with *reply set (malloc'ed), or the exit code for a failed one
+ * (the message printed). */
+int ctl_ask(const char *socket, const char *cmd, char **reply);
 
 /* Exit codes of the daemon subcommands (status: 0 exactly when running and attached). */
 #define CTL_EXIT_FAILURE 1
