@@ -183,16 +183,19 @@ static bool worth_logging(const struct decision *d)
 	return d->kind != DEC_SKIPPED || d->n.probed || d->n.dry_run;
 }
 
+/* At info no line names a directory (dirahead.conf(5)): the process does, and `diraheadctl
+ * explain PID` tells root and the [control] group the rest; at debug the directory too. */
 static void log_decision(const struct decision *d)
 {
+	bool names = log_get_level() >= LOG_DEBUG;
 	char f_pid[32], f_comm[48], f_dir[DIRAHEAD_PATH_LEN + 16], f_why[64];
-	const char *fields[] = { f_pid, f_comm, f_dir, f_why, NULL };
+	const char *fields[] = { f_pid, f_comm, f_why, names ? f_dir : NULL, NULL };
 	snprintf(f_pid, sizeof(f_pid), "DIRAHEAD_PID=%u", d->pid);
 	snprintf(f_comm, sizeof(f_comm), "DIRAHEAD_COMM=%s", d->comm);
 	snprintf(f_dir, sizeof(f_dir), "DIRAHEAD_DIR=%s", d->dir);
 	snprintf(f_why, sizeof(f_why), "DIRAHEAD_DECISION=%s %s", dec_kind_names[d->kind], d->reason);
-	log_fields(LOG_INFO, fields, "%s of %s by pid %u (%s): %s",
-		   d->what == DEC_WALK ? "walk" : "scan", d->dir, d->pid, d->comm, d->text);
+	log_fields(LOG_INFO, fields, "%s%s%s by pid %u (%s): %s", d->what == DEC_WALK ? "walk" : "scan",
+		   names ? " of " : "", names ? d->dir : "", d->pid, d->comm, d->text);
 }
 
 void decisions_add(enum dec_kind kind, enum dec_what what, uint32_t pid, const char *comm,
