@@ -261,15 +261,6 @@ static void end_scan(struct scan *s, enum dd_end_reason why)
 static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why,
 		     const struct dec_nums *n)
 {
-	struct dec_nums dn = n ? *n : (struct dec_nums)DEC_NUMS_INIT;
-	char dir[DIRAHEAD_PATH_LEN];
-	dn.dry_run = why == DD_SKIP_DRY_RUN;
-	if (ev->ref & DIRAHEAD_REF_PATH)
-		snprintf(dir, sizeof(dir), "%.*s", DIRAHEAD_PATH_LEN - 1, ev->path);
-	else
-		snprintf(dir, sizeof(dir), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
-			 (unsigned long long)ev->ino);
-	decisions_add(DEC_SKIPPED, DEC_SCAN, ev->tgid, ev->comm, dir, dd_skip_reason_names[why], &dn);
 	if (why == DD_SKIP_DRY_RUN)
 		log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, ev->comm, ev->path);
 	m->st->skips[why]++;
@@ -291,6 +282,16 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	} else if (why != DD_SKIP_DRY_RUN) {
 		detector_scan_forget(m->det, ev->scan_id);
 	}
+	/* recorded after the mute: the program's next listings are not tracked meanwhile */
+	struct dec_nums dn = n ? *n : (struct dec_nums)DEC_NUMS_INIT;
+	char dir[DIRAHEAD_PATH_LEN];
+	dn.dry_run = why == DD_SKIP_DRY_RUN;
+	if (ev->ref & DIRAHEAD_REF_PATH)
+		snprintf(dir, sizeof(dir), "%.*s", DIRAHEAD_PATH_LEN - 1, ev->path);
+	else
+		snprintf(dir, sizeof(dir), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
+			 (unsigned long long)ev->ino);
+	decisions_add(DEC_SKIPPED, DEC_SCAN, ev->tgid, ev->comm, dir, dd_skip_reason_names[why], &dn);
 }
 
 static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why)
