@@ -282,7 +282,11 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	} else if (why != DD_SKIP_DRY_RUN) {
 		detector_scan_forget(m->det, ev->scan_id);
 	}
-	/* recorded after the mute: the program's next listings are not tracked meanwhile */
+	/* Recorded after the mute: the program's next listings are not tracked meanwhile.  Not
+	 * what [filter] and pseudo filesystems leave out: every other program's scans, they would
+	 * crowd the decisions of those that may be helped out of the log. */
+	if (why == DD_SKIP_FILTERED || why == DD_SKIP_PSEUDO_FS)
+		return;
 	struct dec_nums dn = n ? *n : (struct dec_nums)DEC_NUMS_INIT;
 	char dir[DIRAHEAD_PATH_LEN];
 	dn.dry_run = why == DD_SKIP_DRY_RUN;
