@@ -8,7 +8,8 @@
  * as a request, name the snapshot's scan (program and directory names are what a user controls
  * in a live daemon's replies).  Checked besides the sanitizers' reports: a line ended by a
  * newline within the limit is answered at once; known commands answer ok with valid JSON (status,
- * stats, scans: the scan's names read back as they were), anything else an error of one line.
+ * stats, scans: the scan's names read back as they were; explain [PID]: an array), anything else
+ * an error of one line.
  */
 #include <json-c/json.h>
 #include <stdint.h>
@@ -99,9 +100,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_json(whole, body);
 		else
 			CHECK(body[0] == '#' && body[strlen(body) - 1] == '\n');
+	} else if (ok) {
+		/* explain [PID]: the decision log, an array (empty here) */
+		CHECK(!strncmp(whole, "explain", 7));
+		json_object *o = json_tokener_parse(body);
+		CHECK(o && json_object_is_type(o, json_type_array));
+		json_object_put(o);
 	} else {
-		/* reload fails in the snapshot; the rest is unknown */
-		CHECK(!ok && body[0] && !strchr(body, '\n'));
+		/* reload fails in the snapshot, explain with what is not a PID; the rest is unknown */
+		CHECK(body[0] && !strchr(body, '\n') && strcmp(whole, "explain"));
 	}
 	free(body);
 	return 0;
