@@ -56,6 +56,21 @@ static int ask(const struct opts *o, const char *cmd, char **reply)
 	return ctl_ask(o->socket, cmd, reply);
 }
 
+const char *ctl_printable(char *dst, size_t size, const char *s)
+{
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 1 < size; p++) {
+		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			dst[o++] = '?'; /* a C1 control in UTF-8 */
+			p++;
+		} else {
+			dst[o++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
+		}
+	}
+	dst[o] = '\0';
+	return dst;
+}
+
 const char *ctl_default_socket(void)
 {
 	const char *s = getenv("DIRAHEAD_SOCKET");
@@ -200,8 +215,11 @@ int cmd_scans(int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *s = json_object_array_get_idx(a, i);
 #define F(k) ({ json_object *_v = NULL; json_object_object_get_ex(s, k, &_v); json_object_get_string(_v); })
-		printf("%8s %-16s %-12s %10s %10s %8s %8s %8s  %s\n", F("pid"), F("comm"), F("state"),
-		       F("entries"), F("progress"), F("window"), F("hits"), F("misses"), F("directory"));
+		char comm[64], dir[1024];
+		printf("%8s %-16s %-12s %10s %10s %8s %8s %8s  %s\n", F("pid"),
+		       ctl_printable(comm, sizeof(comm), F("comm")), F("state"), F("entries"),
+		       F("progress"), F("window"), F("hits"), F("misses"),
+		       ctl_printable(dir, sizeof(dir), F("directory")));
 #undef F
 	}
 	json_object_put(a);

@@ -4,6 +4,8 @@
 #ifndef DIRAHEADCTL_H
 #define DIRAHEADCTL_H
 
+#include <stddef.h>
+
 int cmd_prefetch(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_status(int argc, char **argv);
@@ -19,6 +21,9 @@ const char *ctl_default_socket(void);
 /* One exchange with the daemon: 0 with *reply set (malloc'ed), or the exit code for a failed one
  * (the message printed). */
 int ctl_ask(const char *socket, const char *cmd, char **reply);
+/* Names come from users: a copy of s (cut to size) with what a terminal would act on (C0 and C1
+ * controls, DEL) shown as '?'. */
+const char *ctl_printable(char *dst, size_t size, const char *s);
 
 /* Exit codes of the daemon subcommands (status: 0 exactly when running and attached). */
 #define CTL_EXIT_FAILURE 1

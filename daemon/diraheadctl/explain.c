@@ -33,8 +33,11 @@ static void print_one(json_object *d)
 	struct tm tm;
 	if (t && localtime_r(&secs, &tm))
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
-	printf("%s pid %s (%s) %s of %s: %s\n", when, field(d, "pid"), field(d, "comm"),
-	       field(d, "what"), field(d, "directory"), field(d, "text"));
+	char comm[64], dir[1024], text[512];
+	printf("%s pid %s (%s) %s of %s: %s\n", when, field(d, "pid"),
+	       ctl_printable(comm, sizeof(comm), field(d, "comm")), field(d, "what"),
+	       ctl_printable(dir, sizeof(dir), field(d, "directory")),
+	       ctl_printable(text, sizeof(text), field(d, "text")));
 }
 
 int cmd_explain(int argc, char **argv)

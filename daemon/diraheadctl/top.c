@@ -161,9 +161,9 @@ static void take_rows(struct top *t, json_object *scans, uint64_t now_ms)
 		json_object *s = json_object_array_get_idx(scans, i);
 		struct row *r = &t->rows[i];
 		r->pid = (long)jnum(s, "pid");
-		snprintf(r->comm, sizeof(r->comm), "%s", jstr(s, "comm"));
-		snprintf(r->state, sizeof(r->state), "%s", jstr(s, "state"));
-		snprintf(r->dir, sizeof(r->dir), "%s", jstr(s, "directory"));
+		ctl_printable(r->comm, sizeof(r->comm), jstr(s, "comm"));
+		ctl_printable(r->state, sizeof(r->state), jstr(s, "state"));
+		ctl_printable(r->dir, sizeof(r->dir), jstr(s, "directory"));
 		r->entries = (unsigned long long)jnum(s, "entries");
 		r->hits = (unsigned long long)jnum(s, "hits");
 		r->misses = (unsigned long long)jnum(s, "misses");
