@@ -257,7 +257,7 @@ static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_sk
 	m->st->skips[why]++;
 	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
 		  dd_skip_reason_names[why]);
-	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN) {
+	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN || why == DD_SKIP_SERIAL_LOOKUPS) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		/* a run by path is muted as runs by path (BPF does not know their filesystem) */
 		bool by_path = (ev->flags & DIRAHEAD_EVF_UNLISTED) &&
