@@ -493,3 +493,31 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 	}
 	return POL_ARM_YES; /* never seen: find out */
 }
+
+bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+		    uint64_t now)
+{
+	bool cleared = false;
+	if (!p->cfg.policy_enabled)
+		return false;
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pol_fs *f = &p->fs[i];
+		if (f->dev_major != dev_major || f->dev_minor != dev_minor || f->magic != magic)
+			continue;
+		if (f->verdict == POL_FAST && now - f->verdict_ns < FAST_TRUST_NS) {
+			f->verdict = POL_UNKNOWN;
+			f->verdict_ns = now;
+			cleared = true;
+		}
+		if (f->list.verdict == POL_FAST && now < f->list.reprobe_ns) {
+			/* judged from scratch, as at a re-probe (policy_list_allowed) */
+			f->list.verdict = POL_UNKNOWN;
+			f->list.verdict_ns = now;
+			f->list.reprobe_ns = now;
+			f->list.n_wall = f->list.n_ahead = f->list.n_own = 0;
+			cleared = true;
+		}
+		f->rejudged += cleared;
+	}
+	return cleared;
+}
