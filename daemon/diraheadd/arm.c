@@ -133,8 +133,11 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 	uint64_t now = mono_ns();
 	enum pol_arm v = POL_ARM_YES;
 	struct policy *pol = scan_mgr_policy(d->mgr);
-	if (ev->fs != DIRAHEAD_SENT_FS_UNKNOWN)
+	if (ev->fs != DIRAHEAD_SENT_FS_UNKNOWN) {
+		/* first contact: what the kernel says of it, before any scan there */
+		policy_note_fsinfo(pol, ev->dev_major, ev->dev_minor, ev->magic, 0, ev->fsinfo, now);
 		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
+	}
 	/* a blocked call outweighs an earlier `fast` there: judge it again, the process too */
 	if (v == POL_ARM_FAST && policy_blocked(pol, ev->dev_major, ev->dev_minor, ev->magic, now)) {
 		if (d->det)

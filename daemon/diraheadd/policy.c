@@ -521,3 +521,32 @@ bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, ui
 	}
 	return cleared;
 }
+
+void policy_note_fsinfo(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+			uint64_t mnt_id, uint32_t fsinfo, uint64_t now)
+{
+	bool found = false;
+	if (!(fsinfo & DIRAHEAD_FSI_FUSE))
+		return; /* nothing read from the kernel */
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pol_fs *f = &p->fs[i];
+		if (f->dev_major == dev_major && f->dev_minor == dev_minor && f->magic == magic) {
+			f->fsinfo = fsinfo;
+			found = true;
+		}
+	}
+	if (!found)
+		policy_fs_mount(p, dev_major, dev_minor, magic, mnt_id, now)->fsinfo = fsinfo;
+}
+
+uint32_t policy_fsinfo(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t magic)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct pol_fs *f = &p->fs[i];
+		if (f->dev_major == dev_major && f->dev_minor == dev_minor && f->magic == magic &&
+		    f->fsinfo)
+			return f->fsinfo;
+	}
+	return 0;
+}

@@ -653,12 +653,35 @@ static void test_blocked_rejudges(void **state)
 	assert_false(policy_blocked(p, 9, 9, EXT4, T0 + SEC));  /* never seen */
 }
 
+/* What the kernel said of a filesystem is kept with it: noted from a SCAN (its mount) or the
+ * sentinel (mount 0, never replacing a mount's entry), found by device and magic; nothing is
+ * noted that was not read (no DIRAHEAD_FSI_FUSE). */
+static void test_fsinfo_kept(void **state)
+{
+	struct policy *p = *state;
+	uint32_t serial = DIRAHEAD_FSI_FUSE | DIRAHEAD_FSI_SERIAL_LOOKUPS;
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), 0);
+	policy_note_fsinfo(p, 0, 60, FUSE, 0, DIRAHEAD_FSI_SERIAL_LOOKUPS, T0); /* not read */
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), 0);
+	struct pol_fs *fs = policy_fs_mount(p, 0, 60, FUSE, 77, T0);
+	fs->verdict = POL_PAYS;
+	policy_note_fsinfo(p, 0, 60, FUSE, 0, serial, T0); /* the sentinel: the entry stays */
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), serial);
+	assert_ptr_equal(policy_fs_mount(p, 0, 60, FUSE, 77, T0), fs);
+	assert_int_equal(fs->verdict, POL_PAYS);
+	assert_int_equal(policy_fsinfo(p, 0, 60, EXT4), 0);
+	assert_int_equal(policy_fsinfo(p, 0, 61, FUSE), 0);
+	policy_note_fsinfo(p, 0, 61, FUSE, 78, DIRAHEAD_FSI_FUSE, T0); /* a new one: made */
+	assert_int_equal(policy_fsinfo(p, 0, 61, FUSE), DIRAHEAD_FSI_FUSE);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_knobs),
 		T(test_blocked_rejudges),
+		T(test_fsinfo_kept),
 		T(test_start_fast),
 		T(test_start_slow),
 		T(test_pays_starts_at_once),
