@@ -476,6 +476,9 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	m->st->scans_confirmed++;
 	if (ev->flags & DIRAHEAD_EVF_UNLISTED)
 		m->st->scans_unlisted++;
+	if (ev->dev_major || ev->dev_minor)
+		policy_note_fsinfo(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
+				   ev->fsinfo, mono_ns());
 	struct gate_verdict v = gate_event(&m->cfg, ev);
 	if (v.act == GATE_IGNORE)
 		return;
@@ -721,6 +724,7 @@ static void on_resolved(struct scan_mgr *m, const struct start_job *r, int fd)
 	ev.mnt_id = r->found.mnt_id;
 	ev.magic = r->found.magic;
 	ev.dir_size = r->found.size;
+	ev.fsinfo = policy_fsinfo(m->pol, ev.dev_major, ev.dev_minor, ev.magic); /* fsknow.h */
 	free(p);
 	admit(m, &ev, 0, 0, bino, fd, r->order);
 	update_timer(m);
