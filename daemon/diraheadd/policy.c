@@ -154,12 +154,16 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 			lru = i;
 	}
 	/* the same device is reused in place (one entry per device); else a free slot or the LRU */
+	/* what the kernel said of the filesystem on that device stays, if it is the same kind: a
+	 * mount id seen first by the sentinel (0) or by the daemon's own open is not a new server;
+	 * the next event says it again anyway */
+	uint32_t fsinfo = i < p->n && p->fs[i].magic == magic ? p->fs[i].fsinfo : 0;
 	if (i == p->n)
 		i = p->n < p->cap ? p->n++ : lru;
 	struct pol_fs *f = &p->fs[i];
 	*f = (struct pol_fs){ .dev_major = dev_major, .dev_minor = dev_minor, .magic = magic,
 			      .mnt_id = mnt_id, .backoff = 1, .last_ns = now,
-			      .list = { .backoff = 1 } };
+			      .list = { .backoff = 1 }, .fsinfo = fsinfo };
 	return f;
 }
 

@@ -673,6 +673,11 @@ static void test_fsinfo_kept(void **state)
 	assert_int_equal(policy_fsinfo(p, 0, 61, FUSE), 0);
 	policy_note_fsinfo(p, 0, 61, FUSE, 78, DIRAHEAD_FSI_FUSE, T0); /* a new one: made */
 	assert_int_equal(policy_fsinfo(p, 0, 61, FUSE), DIRAHEAD_FSI_FUSE);
+	/* the entry made afresh for another mount id on that device keeps it; another kind not */
+	policy_fs_mount(p, 0, 60, FUSE, 79, T0);
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), serial);
+	policy_fs_mount(p, 0, 60, EXT4, 79, T0);
+	assert_int_equal(policy_fsinfo(p, 0, 60, EXT4), 0);
 }
 
 int main(void)
