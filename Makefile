@@ -170,6 +170,8 @@ $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
 # Arming's decisions (arm.h) and the verdicts they read.
 $(BUILD)/tests/unit/test_arm: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_arm: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_fsknow: $(BUILD)/daemon/diraheadd/fsknow.o
+$(BUILD)/tests/unit/test_fsknow: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/unit/test_order: $(BUILD)/daemon/diraheadd/order.o
 $(BUILD)/tests/unit/test_order: CFLAGS += -Idaemon/diraheadd
 # Log escaping is a pure function too (log.o needs only libsystemd).

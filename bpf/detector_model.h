@@ -75,11 +75,12 @@ struct scan {
 	__u64 lat_sum;	/* durations of the matched stats sys_enter timed, and how many */
 	__u64 lat_n;
 	__u64 ctl_gen;	/* ctl_gen when scan_ctl was last looked at */
-	__u64 name_ino;	/* a run by path: what the program's stat of `name` returned (SCAN only) */
+	__u64 name_ino;	/* a run by path: what the program's stat of `name` returned (SCAN only);
+			 * fs_info()'s scratch while the scan is made */
 	__u32 name_major;
 	__u32 name_minor;
 	__u32 name_id;	/* DIRAHEAD_EVF_NAME_ID | DIRAHEAD_EVF_NAME_FOLLOW, or 0 */
-	__u32 pad0;
+	__u32 fsinfo;	/* DIRAHEAD_FSI_*: fs_info() when the scan was made */
 	__u32 flags;
 	__u32 step;
 	__u32 ctl_seq;

@@ -61,5 +61,7 @@
 #define DA_PSTOREFS_MAGIC	0x6165676c
 #define DA_CONFIGFS_MAGIC	0x62656570
 #define DA_NSFS_MAGIC		0x6e736673
+/* FUSE (fuse and fuseblk, virtiofs): its connection says how lookups and listings behave. */
+#define DA_FUSE_SUPER_MAGIC	0x65735546
 
 #endif /* DIRAHEAD_DETECTOR_SYS_H */

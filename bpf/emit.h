@@ -149,7 +149,7 @@ static __always_inline void emit(__u32 type, __u32 reason, const struct dirahead
 	e->path[PATH_LEN - 1] = 0;
 	e->flags = ((sc->flags & SCAN_UNLISTED) ? DIRAHEAD_EVF_UNLISTED : 0) |
 		   ((sc->flags & SCAN_SORTED) ? DIRAHEAD_EVF_SORTED : 0);
-	e->pad = 0;
+	e->fsinfo = sc->fsinfo;
 	/* only the SCAN's `name` is the one the stat was read for (later stats replace it) */
 	if (type == DIRAHEAD_EV_SCAN && sc->name_id) {
 		e->flags |= sc->name_id;

@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "detector_sys.h"
+#include "dirahead_event.h"
 
 struct dirinfo {
 	__u64 ino;
@@ -84,6 +85,61 @@ static __always_inline __u64 vfsmount_id(struct vfsmount *vm)
 	if (bpf_core_field_exists(m->mnt_id_unique))
 		return BPF_CORE_READ(m, mnt_id_unique);
 	return (__u32)BPF_CORE_READ(m, mnt_id);
+}
+
+/*
+ * The FUSE connection's negotiated behaviour, as local types so that the detector builds where
+ * FUSE is a module (its types are then not in vmlinux.h; libbpf finds them in the module's BTF).
+ * Since 5.10 the superblock's s_fs_info is a struct fuse_mount pointing at the connection.
+ */
+struct fuse_conn___da {
+	unsigned int parallel_dirops : 1;
+	unsigned int do_readdirplus : 1;
+} __attribute__((preserve_access_index));
+struct fuse_mount___da {
+	struct fuse_conn___da *fc;
+} __attribute__((preserve_access_index));
+
+/*
+ * One bit of the FUSE connection, read into *scratch, as BPF_CORE_READ_BITFIELD_PROBED does.
+ */
+#define FUSE_BIT(fc, field, scratch)                                                           \
+	({                                                                                     \
+		*(scratch) = 0;                                                                \
+		__CORE_BITFIELD_PROBE_READ(scratch, fc, field);                                \
+		(*(scratch) << __CORE_RELO(fc, field, LSHIFT_U64)) >>                          \
+			__CORE_RELO(fc, field, RSHIFT_U64);                                    \
+	})
+
+/*
+ * What the kernel knows about how the filesystem of a directory (its dentry) answers per-entry
+ * prefetch (DIRAHEAD_FSI_* of include/dirahead_event.h), read when a scan is made: a compare
+ * for every filesystem but FUSE, six loads for FUSE; never per stat.  *scratch: 8 bytes of map
+ * memory (the scan being made), for every intermediate pointer: the detector's stack is at the
+ * verifier's limit.
+ */
+static __always_inline __u32 fs_info(__u64 dentry, __u64 magic, __u64 *scratch)
+{
+	__u32 info = DIRAHEAD_FSI_FUSE;	/* its connection was read */
+	struct fuse_conn___da *fc;
+
+	if (magic != DA_FUSE_SUPER_MAGIC || !dentry)
+		return 0;
+	if (!bpf_core_type_exists(struct fuse_mount___da) ||
+	    !bpf_core_field_exists(struct fuse_conn___da, parallel_dirops))
+		return 0;
+	if (bpf_core_read(scratch, 8, &((struct dentry *)dentry)->d_inode) || !*scratch ||
+	    bpf_core_read(scratch, 8, &((struct inode *)*scratch)->i_sb) || !*scratch ||
+	    bpf_core_read(scratch, 8, &((struct super_block *)*scratch)->s_fs_info) || !*scratch ||
+	    bpf_core_read(scratch, 8, &((struct fuse_mount___da *)*scratch)->fc) || !*scratch)
+		return 0;
+	fc = (struct fuse_conn___da *)*scratch;
+	if (!FUSE_BIT(fc, parallel_dirops, scratch))
+		info |= DIRAHEAD_FSI_SERIAL_LOOKUPS;
+	if (bpf_core_field_exists(fc->do_readdirplus) && FUSE_BIT(fc, do_readdirplus, scratch))
+		info |= DIRAHEAD_FSI_READDIRPLUS;
+	*scratch = 0;
+	return info;
 }
 
 /* What the detector keeps of a directory, from the mount and dentry it was reached by. */

@@ -123,6 +123,7 @@ static __always_inline struct scan *new_listing(const struct dirahead_scan_key *
 	sc->parent_ino = di->parent_ino;
 	sc->fd = -1;
 	sc->ctl_gen = ctl_gen;
+	sc->fsinfo = fs_info((__u64)BPF_CORE_READ(f, f_path.dentry), di->magic, &sc->name_ino);
 	adopt_name(sc, p, key->tgid, tid, di);
 	if (!share_take(p->uid, 1))
 		return NULL;

@@ -117,6 +117,7 @@ static __always_inline bool dentry_fs(struct dentry *dentry, struct dirahead_sen
 {
 	struct inode *inode = BPF_CORE_READ(dentry, d_inode);
 	struct super_block *sb;
+	__u64 scratch;
 	__u32 dev;
 
 	if (!inode)
@@ -127,6 +128,7 @@ static __always_inline bool dentry_fs(struct dentry *dentry, struct dirahead_sen
 	ev->dev_minor = DIRAHEAD_KDEV_MINOR(dev);
 	ev->magic = BPF_CORE_READ(sb, s_magic);
 	ev->ino = BPF_CORE_READ(inode, i_ino);
+	ev->fsinfo = fs_info((__u64)dentry, ev->magic, &scratch);
 	return true;
 }
 

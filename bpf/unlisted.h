@@ -181,6 +181,7 @@ static __always_inline void run_scan(struct scratch *s, const struct run *r,
 	sc->fd = dentry && dfd != DA_AT_FDCWD ? dfd : -1;
 	sc->dir_size = di->size;
 	sc->magic = di->magic;
+	sc->fsinfo = fs_info(dentry, di->magic, &sc->name_ino);
 	sc->mnt_id = di->mnt_id;
 	sc->parent_ino = di->parent_ino;
 	sc->stats = cfg->unlisted_stats;

@@ -96,7 +96,8 @@ struct dirahead_event {
 	char name[DIRAHEAD_NAME_LEN];  /* last entry name stat'ed, NUL-terminated (may be truncated) */
 	char path[DIRAHEAD_PATH_LEN];  /* valid when ref has DIRAHEAD_REF_PATH, NUL-terminated */
 	__u32 flags;       /* DIRAHEAD_EVF_* */
-	__u32 pad;
+	__u32 fsinfo;      /* SCAN, PROGRESS, END: DIRAHEAD_FSI_*, what the kernel knows of how the
+			    * directory's filesystem answers lookups (read when the scan was made) */
 	/*
 	 * The SCAN of a run by path only (DIRAHEAD_EVF_UNLISTED with dev 0:0), with
 	 * DIRAHEAD_EVF_NAME_ID: what the program's own successful stat of `name` in that directory
@@ -122,6 +123,18 @@ struct dirahead_event {
 #define DIRAHEAD_EVF_NAME_ID 4u
 /* ... and that stat followed `name` if it is a symbolic link (stat, not lstat). */
 #define DIRAHEAD_EVF_NAME_FOLLOW 8u
+
+/*
+ * fsinfo: what per-entry prefetch meets there, from the kernel's own state (FUSE only so far).
+ * FUSE: the FUSE connection was read (the bits below are valid).  SERIAL_LOOKUPS: the server did
+ * not negotiate FUSE_PARALLEL_DIROPS (sshfs, libfuse < 3.16), so the kernel serializes lookups
+ * in one directory: each lookup sent there queues in front of the program's own.  READDIRPLUS:
+ * the listing brings the entries' attributes (FUSE_DO_READDIRPLUS): stats after a listing may
+ * not wait at all.
+ */
+#define DIRAHEAD_FSI_FUSE 1u
+#define DIRAHEAD_FSI_SERIAL_LOOKUPS 2u
+#define DIRAHEAD_FSI_READDIRPLUS 4u
 
 /* Settings the daemon writes into the single-entry array map `cfg`; changeable while attached. */
 struct dirahead_bpf_config {

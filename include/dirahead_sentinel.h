@@ -42,6 +42,8 @@ struct dirahead_sentinel_event {
 	__u64 blocked;     /* blocked metadata calls of this process seen so far (LRU-bounded) */
 	__u64 ts_ns;       /* bpf_ktime_get_ns() */
 	char comm[16];
+	__u32 fsinfo;      /* DIRAHEAD_FSI_* (dirahead_event.h) of that filesystem, when fs != UNKNOWN */
+	__u32 pad;
 };
 
 /* Per-CPU counters in the array map `sentinel_counters`. */

@@ -111,9 +111,20 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 		return 0;
 	uint64_t now = mono_ns();
 	enum pol_arm v = POL_ARM_YES;
-	if (ev->fs != DIRAHEAD_SENT_FS_UNKNOWN)
-		v = policy_arm_verdict(scan_mgr_policy(d->mgr), ev->dev_major, ev->dev_minor,
-				       ev->magic, now);
+	struct policy *pol = scan_mgr_policy(d->mgr);
+	if (ev->fs != DIRAHEAD_SENT_FS_UNKNOWN) {
+		/* first contact: what the kernel says of it, before any scan there */
+		policy_note_fsinfo(pol, ev->dev_major, ev->dev_minor, ev->magic, 0, ev->fsinfo, now);
+		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
+	}
+	/* a blocked call outweighs an earlier `fast` there: judge it again, the process too */
+	if (v == POL_ARM_FAST && policy_blocked(pol, ev->dev_major, ev->dev_minor, ev->magic, now)) {
+		if (d->det)
+			detector_unmute(d->det, ev->tgid, ev->dev_major, ev->dev_minor);
+		log_debug("re-judged: pid %u (%.16s) blocked in %s on %u:%u, judged fast before",
+			  ev->tgid, ev->comm, call_name(ev->call), ev->dev_major, ev->dev_minor);
+		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
+	}
 	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev));
 	if (s == ARM_SIG_ARMED) {
 		if (set_hooks(a, true, true) < 0)

@@ -292,6 +292,18 @@ int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint
 	return write_ctl(d, scan_id, 0, DIRAHEAD_CTL_FORGET | DIRAHEAD_CTL_MUTE);
 }
 
+int detector_unmute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor)
+{
+	struct dirahead_mute m;
+	if (bpf_map__lookup_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m, sizeof(m), 0) ||
+	    m.dev != DIRAHEAD_KDEV(dev_major, dev_minor) || !m.until_ns)
+		return 0;
+	m.until_ns = 0;
+	if (bpf_map__update_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m, sizeof(m), 0))
+		return -errno;
+	return 0;
+}
+
 int detector_scan_alive(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
 			uint64_t ino, uint64_t scan_id)
 {

@@ -68,6 +68,9 @@ int detector_scan_forget(struct detector *d, uint64_t scan_id);
  * does not pay there, and the rest of its walk then costs one map lookup per stat. */
 int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint32_t dev_major,
 		       uint32_t dev_minor, uint32_t mute_ms);
+/* Undo detector_scan_mute() of that process on that filesystem (its calls there block now:
+ * judge it again); 0 if it was not muted there, or -errno. */
+int detector_unmute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor);
 /* 1 if BPF still tracks scan `scan_id` of that process and directory (as its events name
  * them), 0 if its state is gone (its END may have been lost), -errno. */
 int detector_scan_alive(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,

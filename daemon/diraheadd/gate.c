@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cgroup.h"
+#include "fsknow.h"
 #include "fsmagic.h"
 #include "log.h"
 
@@ -125,6 +126,10 @@ struct gate_verdict gate_dir(const struct dd_config *cfg, const struct dirahead_
 	if (f->walking(f->ctx, ev)) {
 		v.act = GATE_SKIP;
 		v.why = DD_SKIP_WALKED;
+	} else if (fsknow_entries(ev->fsinfo) == FSKNOW_NO_LOOKUPS) {
+		/* each lookup sent there would queue in front of the program's own */
+		v.act = GATE_SKIP;
+		v.why = DD_SKIP_SERIAL_LOOKUPS;
 	} else if (cfg->dry_run) {
 		v.act = GATE_SKIP;
 		v.why = DD_SKIP_DRY_RUN;

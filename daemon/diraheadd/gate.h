@@ -3,8 +3,8 @@
  * The gate: whether a confirmed scan is admitted, as functions returning a verdict and touching
  * nothing (scan.c acts on it in one place: mute, forget, walk candidate).  Every filter is here:
  * [filter] comm and cgroup at the event, the filesystem (pseudo, [filter] fs), min_dir_size, the
- * breaker, duplicates, a walk covering it, dry run, and [filter] path once the directory is
- * open.  The limits (max_scans...) and the start rule (judge.h) come after the gate.
+ * breaker, duplicates, a walk covering it, a filesystem that serializes lookups (fsknow.h), dry
+ * run, and [filter] path once the directory is open.  The limits (max_scans...) and the start rule (judge.h) come after the gate.
  */
 #ifndef DIRAHEAD_GATE_H
 #define DIRAHEAD_GATE_H

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 
+#include "fsknow.h"
 #include "log.h"
 
 /* Confirming stats this many times slower than the start rule's threshold have the probe timed
@@ -47,6 +48,10 @@ struct judge_verdict judge_start(struct judge *j, const struct judge_who *w,
 		v.act = act == POL_SKIP_FAST ? JUDGE_FAST : JUDGE_NO_GAIN;
 		return v;
 	}
+	/* Where the listing brought the attributes (FUSE readdirplus), a stat may wait for nothing
+	 * whatever prefetch did before: start only on this scan's evidence (the probe) */
+	if (act == POL_START && fsknow_entries(ev->fsinfo) == FSKNOW_PROBE_FIRST)
+		act = POL_PROBE;
 	/* Started at once (the filesystem pays): one or two confirming stats are a poor baseline
 	 * for the pay-off rule; what programs took per stat here before is better. */
 	if (act == POL_START && fs->before_ns > 0)

@@ -154,12 +154,16 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 			lru = i;
 	}
 	/* the same device is reused in place (one entry per device); else a free slot or the LRU */
+	/* what the kernel said of the filesystem on that device stays, if it is the same kind: a
+	 * mount id seen first by the sentinel (0) or by the daemon's own open is not a new server;
+	 * the next event says it again anyway */
+	uint32_t fsinfo = i < p->n && p->fs[i].magic == magic ? p->fs[i].fsinfo : 0;
 	if (i == p->n)
 		i = p->n < p->cap ? p->n++ : lru;
 	struct pol_fs *f = &p->fs[i];
 	*f = (struct pol_fs){ .dev_major = dev_major, .dev_minor = dev_minor, .magic = magic,
 			      .mnt_id = mnt_id, .backoff = 1, .last_ns = now,
-			      .list = { .backoff = 1 } };
+			      .list = { .backoff = 1 }, .fsinfo = fsinfo };
 	return f;
 }
 
@@ -492,4 +496,61 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 		return POL_ARM_YES;
 	}
 	return POL_ARM_YES; /* never seen: find out */
+}
+
+bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+		    uint64_t now)
+{
+	bool cleared = false;
+	if (!p->cfg.policy_enabled)
+		return false;
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pol_fs *f = &p->fs[i];
+		if (f->dev_major != dev_major || f->dev_minor != dev_minor || f->magic != magic)
+			continue;
+		if (f->verdict == POL_FAST && now - f->verdict_ns < FAST_TRUST_NS) {
+			f->verdict = POL_UNKNOWN;
+			f->verdict_ns = now;
+			cleared = true;
+		}
+		if (f->list.verdict == POL_FAST && now < f->list.reprobe_ns) {
+			/* judged from scratch, as at a re-probe (policy_list_allowed) */
+			f->list.verdict = POL_UNKNOWN;
+			f->list.verdict_ns = now;
+			f->list.reprobe_ns = now;
+			f->list.n_wall = f->list.n_ahead = f->list.n_own = 0;
+			cleared = true;
+		}
+		f->rejudged += cleared;
+	}
+	return cleared;
+}
+
+void policy_note_fsinfo(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+			uint64_t mnt_id, uint32_t fsinfo, uint64_t now)
+{
+	bool found = false;
+	if (!(fsinfo & DIRAHEAD_FSI_FUSE))
+		return; /* nothing read from the kernel */
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pol_fs *f = &p->fs[i];
+		if (f->dev_major == dev_major && f->dev_minor == dev_minor && f->magic == magic) {
+			f->fsinfo = fsinfo;
+			found = true;
+		}
+	}
+	if (!found)
+		policy_fs_mount(p, dev_major, dev_minor, magic, mnt_id, now)->fsinfo = fsinfo;
+}
+
+uint32_t policy_fsinfo(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t magic)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct pol_fs *f = &p->fs[i];
+		if (f->dev_major == dev_major && f->dev_minor == dev_minor && f->magic == magic &&
+		    f->fsinfo)
+			return f->fsinfo;
+	}
+	return 0;
 }

@@ -65,6 +65,9 @@ struct pol_fs {
 	double pf_lat_ns;          /* EWMA of the prefetch request latency */
 	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
 	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
+	uint64_t rejudged;         /* fast verdicts cleared by a blocked call (policy_blocked) */
+	uint32_t fsinfo;           /* DIRAHEAD_FSI_*: what the kernel said of it (fsknow.h), 0 if
+				    * nothing yet */
 	unsigned doubts;           /* no-gain stretches in a row while PAYS (hysteresis) */
 	uint64_t hung_until;       /* the breaker: its requests hung, nothing is sent before this */
 	uint64_t stall_since;      /* a request has been outstanding long since then (0: none) */
@@ -187,6 +190,26 @@ void policy_check_hung(struct policy *p, uint64_t now, void (*opened)(struct pol
 enum pol_arm { POL_ARM_YES, POL_ARM_FAST, POL_ARM_NO_GAIN, POL_ARM_HUNG };
 enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 				uint64_t magic, uint64_t now);
+
+/*
+ * A metadata call blocked on this filesystem (the sentinel's signal): evidence that outweighs an
+ * earlier `fast` (issue 24 item 2: a verdict reached at the top of a tree, warm, does not hold
+ * for its cold leaves).  A trusted FAST verdict, of stats or of listings, is forgotten so that
+ * the next scan there is probed again and a walk may list ahead (its process is unmuted by the
+ * caller).  NO_GAIN stays: prefetch was tried there while calls blocked, and did not pay.
+ * Looks up by device and magic; creates nothing.  Returns whether a verdict was cleared.
+ */
+bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+		    uint64_t now);
+
+/* What the kernel said of a filesystem (DIRAHEAD_FSI_*, from a SCAN or a sentinel event), kept
+ * with it once known, for the events that cannot say it (a run of stats by path, resolved by the
+ * daemon); policy_fsinfo(): 0 if not known.  The entry of that device is made (mount mnt_id)
+ * only if there is none: a sentinel event (mnt_id 0) never replaces a mount's entry. */
+void policy_note_fsinfo(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
+			uint64_t mnt_id, uint32_t fsinfo, uint64_t now);
+uint32_t policy_fsinfo(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+		       uint64_t magic);
 
 /* Every remembered filesystem, most recently used first. */
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);

@@ -266,7 +266,7 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	m->st->skips[why]++;
 	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
 		  dd_skip_reason_names[why]);
-	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN) {
+	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN || why == DD_SKIP_SERIAL_LOOKUPS) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		/* a run by path is muted as runs by path (BPF does not know their filesystem) */
 		bool by_path = (ev->flags & DIRAHEAD_EVF_UNLISTED) &&
@@ -509,6 +509,9 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	m->st->scans_confirmed++;
 	if (ev->flags & DIRAHEAD_EVF_UNLISTED)
 		m->st->scans_unlisted++;
+	if (ev->dev_major || ev->dev_minor)
+		policy_note_fsinfo(m->pol, ev->dev_major, ev->dev_minor, ev->magic, ev->mnt_id,
+				   ev->fsinfo, mono_ns());
 	struct gate_verdict v = gate_event(&m->cfg, ev);
 	if (v.act == GATE_IGNORE)
 		return;
@@ -787,6 +790,7 @@ static void on_resolved(struct scan_mgr *m, const struct start_job *r, int fd)
 	ev.mnt_id = r->found.mnt_id;
 	ev.magic = r->found.magic;
 	ev.dir_size = r->found.size;
+	ev.fsinfo = policy_fsinfo(m->pol, ev.dev_major, ev.dev_minor, ev.magic); /* fsknow.h */
 	free(p);
 	admit(m, &ev, 0, 0, bino, fd, r->order);
 	update_timer(m);

@@ -58,7 +58,10 @@
 	X(PATH_MISMATCH, "path_mismatch") /* a run by path: the directory its path leads to now  \
 					   * does not hold the file the program's stat saw */      \
 	X(OUTSIDE_ROOT, "outside_root") /* a relative path of a program whose cwd is outside its \
-					 * root (a chroot without chdir) */
+					 * root (a chroot without chdir) */                       \
+	X(SERIAL_LOOKUPS, "serial_lookups") /* its filesystem serializes lookups in a directory  \
+					     * (FUSE without parallel dirops): no lookups sent   \
+					     * there, a walk may still list ahead (fsknow.h) */
 
 /* What became of a request to the metrics endpoint (httpd.c). */
 #define DD_HTTP_RESULTS(X)                                                                         \

@@ -21,6 +21,7 @@
 #include <time.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t serial_due;		/* --serial: when the last delayed reply is due */
 static pthread_cond_t cond;
 static pthread_t thread;
 static bool running, stopping, stalled;
@@ -317,8 +318,20 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 	r->op = op;
 	r->kind = SF_R_ERR;
 	r->due_ns = sf_now_ns();
-	if (sf_cfg.lat_ns[op])
-		r->due_ns += sf_cfg.lat_ns[op] + jitter();
+	if (sf_cfg.lat_ns[op]) {
+		uint64_t d = sf_cfg.lat_ns[op] + jitter();
+		if (sf_cfg.serial) {
+			/* --serial: each delayed reply waits for the one before it */
+			pthread_mutex_lock(&lock);
+			if (serial_due > r->due_ns)
+				r->due_ns = serial_due;
+			r->due_ns += d;
+			serial_due = r->due_ns;
+			pthread_mutex_unlock(&lock);
+		} else {
+			r->due_ns += d;
+		}
+	}
 	return r;
 }
 

@@ -70,6 +70,8 @@ static void usage(FILE *f)
 	      "                        entries at once for S seconds (default 0: off)\n"
 	      "  --no-parallel-dirops  do not negotiate FUSE_PARALLEL_DIROPS (kernel serializes\n"
 	      "                        lookups within a directory)\n"
+	      "  --serial              answer delayed requests one after another (a server with\n"
+	      "                        one connection; lookups still reach it in parallel)\n"
 	      "  --max-threads N       libfuse worker threads (default 64)\n"
 	      "  --control PATH        create the control socket PATH (see slowfsctl)\n"
 	      "  -o OPTS               extra FUSE mount options\n"
@@ -122,7 +124,7 @@ static double parse_seconds(const char *opt, const char *s)
 enum {
 	O_LATENCY = 256, O_LOOKUP, O_GETATTR, O_READDIR, O_READ, O_JITTER, O_ATTR_TMO,
 	O_ENTRY_TMO, O_NEG_TMO, O_RDPLUS, O_NO_PAR, O_THREADS, O_CONTROL, O_DEBUG, O_FUSE_DEBUG,
-	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL,
+	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL, O_SERIAL,
 };
 
 static const struct option longopts[] = {
@@ -140,6 +142,7 @@ static const struct option longopts[] = {
 	{ "no-allow-other", no_argument, NULL, O_NO_ALLOW_OTHER },
 	{ "acl", no_argument, NULL, O_ACL },
 	{ "no-parallel-dirops", no_argument, NULL, O_NO_PAR },
+	{ "serial", no_argument, NULL, O_SERIAL },
 	{ "max-threads", required_argument, NULL, O_THREADS },
 	{ "control", required_argument, NULL, O_CONTROL },
 	{ "debug", no_argument, NULL, O_DEBUG },
@@ -178,6 +181,7 @@ static void parse_args(int argc, char **argv)
 				(uint64_t)(parse_seconds("--cache-listing", optarg) * 1e9);
 			break;
 		case O_NO_PAR: sf_cfg.parallel_dirops = false; break;
+		case O_SERIAL: sf_cfg.serial = true; break;
 		case O_THREADS: {
 			uint64_t v = parse_us("--max-threads", optarg) / 1000;
 

@@ -58,6 +58,7 @@ struct sf_config {
 	bool acl;			/* --acl: xattrs served, POSIX ACLs enforced by the kernel */
 	uint64_t cache_listing_ns;	/* >0: a directory listed to its end answers at once so long */
 	bool parallel_dirops;
+	bool serial;			/* --serial: delayed replies one after another */
 	bool debug;
 	bool fuse_debug;
 };

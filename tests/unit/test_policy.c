@@ -616,11 +616,77 @@ static void test_list_judge(void **state)
 	assert_true(policy_list_allowed(p, g, T0 + SEC));
 }
 
+/* A blocked call (the sentinel) on a filesystem judged fast: the fast verdicts, of stats and of
+ * listings, are forgotten at once (arming then says yes, the next scan is probed); a second
+ * signal clears nothing more; no_gain, an unknown filesystem or another device stay as they are. */
+static void test_blocked_rejudges(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs(p, 8, 1, EXT4, T0);
+	struct pol_cost c = gap(2000);
+	assert_int_equal(policy_after_probe(p, fs, &c, T0), POL_SKIP_FAST);
+	for (int i = 0; i < 4; i++)
+		policy_list_account(p, fs, 30000, 25000, 30000, T0);
+	assert_int_equal(fs->list.verdict, POL_FAST);
+	assert_int_equal(policy_arm_verdict(p, 8, 1, EXT4, T0 + SEC), POL_ARM_FAST);
+	assert_false(policy_blocked(p, 8, 2, EXT4, T0 + SEC));  /* another device */
+	assert_false(policy_blocked(p, 8, 1, FUSE, T0 + SEC));  /* another filesystem there */
+	assert_int_equal(fs->verdict, POL_FAST);
+	assert_true(policy_blocked(p, 8, 1, EXT4, T0 + SEC));
+	assert_int_equal(fs->verdict, POL_UNKNOWN);
+	assert_int_equal(fs->list.verdict, POL_UNKNOWN);
+	assert_int_equal(fs->rejudged, 1);
+	assert_int_equal(policy_arm_verdict(p, 8, 1, EXT4, T0 + SEC), POL_ARM_YES);
+	assert_true(policy_list_allowed(p, fs, T0 + SEC));
+	assert_int_equal(policy_on_scan(p, fs, &c, T0 + SEC), POL_PROBE);
+	assert_false(policy_blocked(p, 8, 1, EXT4, T0 + SEC));
+	assert_int_equal(fs->rejudged, 1);
+	/* a fast verdict past its trust is not trusted anyway: nothing to clear */
+	assert_int_equal(policy_after_probe(p, fs, &c, T0 + 2 * SEC), POL_SKIP_FAST);
+	assert_false(policy_blocked(p, 8, 1, EXT4, T0 + 13 * SEC));
+	/* no_gain stays: prefetch was tried while calls blocked there */
+	struct pol_fs *g = policy_fs(p, 8, 3, EXT4, T0);
+	assert_false(judge_no_gain(p, g, T0));
+	assert_int_equal(g->verdict, POL_NO_GAIN);
+	assert_false(policy_blocked(p, 8, 3, EXT4, T0 + SEC));
+	assert_int_equal(g->verdict, POL_NO_GAIN);
+	assert_false(policy_blocked(p, 9, 9, EXT4, T0 + SEC));  /* never seen */
+}
+
+/* What the kernel said of a filesystem is kept with it: noted from a SCAN (its mount) or the
+ * sentinel (mount 0, never replacing a mount's entry), found by device and magic; nothing is
+ * noted that was not read (no DIRAHEAD_FSI_FUSE). */
+static void test_fsinfo_kept(void **state)
+{
+	struct policy *p = *state;
+	uint32_t serial = DIRAHEAD_FSI_FUSE | DIRAHEAD_FSI_SERIAL_LOOKUPS;
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), 0);
+	policy_note_fsinfo(p, 0, 60, FUSE, 0, DIRAHEAD_FSI_SERIAL_LOOKUPS, T0); /* not read */
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), 0);
+	struct pol_fs *fs = policy_fs_mount(p, 0, 60, FUSE, 77, T0);
+	fs->verdict = POL_PAYS;
+	policy_note_fsinfo(p, 0, 60, FUSE, 0, serial, T0); /* the sentinel: the entry stays */
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), serial);
+	assert_ptr_equal(policy_fs_mount(p, 0, 60, FUSE, 77, T0), fs);
+	assert_int_equal(fs->verdict, POL_PAYS);
+	assert_int_equal(policy_fsinfo(p, 0, 60, EXT4), 0);
+	assert_int_equal(policy_fsinfo(p, 0, 61, FUSE), 0);
+	policy_note_fsinfo(p, 0, 61, FUSE, 78, DIRAHEAD_FSI_FUSE, T0); /* a new one: made */
+	assert_int_equal(policy_fsinfo(p, 0, 61, FUSE), DIRAHEAD_FSI_FUSE);
+	/* the entry made afresh for another mount id on that device keeps it; another kind not */
+	policy_fs_mount(p, 0, 60, FUSE, 79, T0);
+	assert_int_equal(policy_fsinfo(p, 0, 60, FUSE), serial);
+	policy_fs_mount(p, 0, 60, EXT4, 79, T0);
+	assert_int_equal(policy_fsinfo(p, 0, 60, EXT4), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_knobs),
+		T(test_blocked_rejudges),
+		T(test_fsinfo_kept),
 		T(test_start_fast),
 		T(test_start_slow),
 		T(test_pays_starts_at_once),
