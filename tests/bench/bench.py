@@ -1463,6 +1463,9 @@ class Bench:
         measured (0.88-1.47x on cells where no hook of ours but the sentinel ran)."""
         t0 = time.monotonic()
         _, _, warm = self.groups()
+        if not warm:  # --only chose no overhead cell: the loops are left out too
+            self.timing["phase_o_s"] = 0
+            return
         log("phase O: overhead cells, off and daemon interleaved round by round")
         self.daemon = None
         for s in warm:  # warm the caches (and Python's bytecode) once, not counted
