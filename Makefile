@@ -183,6 +183,10 @@ $(BUILD)/tests/unit/test_opener: LIB_DEPS += $(SD_LIBS)
 # Who is on the other end of a socket (the metrics endpoint's limits and access).
 $(BUILD)/tests/unit/test_peer: $(BUILD)/daemon/diraheadd/peer.o
 $(BUILD)/tests/unit/test_peer: CFLAGS += -Idaemon/diraheadd
+# Memory across restarts: the state file's format, its save and restore, over the policy.
+$(BUILD)/tests/unit/test_persist: $(addprefix $(BUILD)/daemon/diraheadd/,persist.o persist_format.o policy.o log.o)
+$(BUILD)/tests/unit/test_persist: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_persist: LIB_DEPS += $(SD_LIBS) -ljson-c
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
