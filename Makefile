@@ -213,7 +213,8 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(FUZZ_SAN) \
                 -fsanitize=fuzzer-no-link -Iinclude -Idaemon/common -Idaemon/diraheadd -Itests/fuzz \
                 -I$(BUILD) -DDIRAHEAD_VERSION=\"$(VERSION)\"
-FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log
+FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log \
+                persist_format
 FUZZ_LIB_OBJS := $(FUZZ_DAEMON:%=$(BUILD)/fuzz/obj/daemon/diraheadd/%.o) \
                  $(COMMON_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h)
