@@ -27,7 +27,9 @@
 #define PERSIST_INTERVAL_S 30
 #define PERSIST_MAX_ENTRIES 1024
 #define PERSIST_MAX_KEY 1024
-#define PERSIST_MAX_FILE (1024 * 1024)
+/* What PERSIST_MAX_ENTRIES of the longest keys (escaped) with their figures take, and more:
+ * whatever this version writes, it reads back. */
+#define PERSIST_MAX_FILE (4 * 1024 * 1024)
 
 /* One line of mountinfo, the fields a key is made of (pointers into the parsed line). */
 struct persist_mount {
@@ -36,7 +38,8 @@ struct persist_mount {
 };
 /* Parses a mountinfo line in place: 0, or -1 if malformed. */
 int persist_parse_mountinfo(char *line, struct persist_mount *m);
-/* The filesystem's key into out; uuid: NULL or "" if none is known.  -1 if it does not fit. */
+/* The filesystem's key into out; uuid: NULL or "" if none is known.  -1 if it does not fit or
+ * holds a control character (such a filesystem is not remembered). */
 int persist_key(const struct persist_mount *m, const char *uuid, char *out, size_t len);
 
 struct persist_entry {

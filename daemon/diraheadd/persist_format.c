@@ -46,7 +46,15 @@ int persist_key(const struct persist_mount *m, const char *uuid, char *out, size
 {
 	int n = uuid && uuid[0] ? snprintf(out, len, "uuid:%s:%s", m->fstype, uuid)
 				: snprintf(out, len, "mount:%s %s %s", m->fstype, m->source, m->super_opts);
-	return n < 0 || (size_t)n >= len || (size_t)n >= PERSIST_MAX_KEY ? -1 : 0;
+	if (n < 0 || (size_t)n >= len || (size_t)n >= PERSIST_MAX_KEY)
+		return -1;
+	/* mountinfo escapes only space, tab, newline and backslash: a source with other control
+	 * characters (a user's FUSE fsname) is not remembered, rather than written into a file the
+	 * next start would refuse whole */
+	for (int i = 0; i < n; i++)
+		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+			return -1;
+	return 0;
 }
 
 static void add_num(json_object *o, const char *k, double v)

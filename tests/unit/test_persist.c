@@ -78,6 +78,9 @@ static void test_key(void **state)
 	assert_int_equal(persist_key(&n, NULL, key, sizeof(key)), 0);
 	assert_string_equal(key, "mount:fuse.sshfs u@h:/srv rw,user_id=0");
 	assert_int_equal(persist_key(&n, NULL, small, sizeof(small)), -1);
+	/* a user's FUSE fsname with a control character: not remembered */
+	struct persist_mount h = { 0, 56, "fuse.x", "a\001b", "rw,user_id=1000" };
+	assert_int_equal(persist_key(&h, NULL, key, sizeof(key)), -1);
 	char big[PERSIST_MAX_KEY + 8];
 	memset(big, 'o', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
@@ -265,6 +268,37 @@ static void test_refused(void **state)
 	free(many);
 }
 
+/* PERSIST_MAX_ENTRIES entries with the longest keys, quotes and backslashes in them (escaped
+ * twice as long): written, then read back whole. */
+static void test_largest(void **state)
+{
+	(void)state;
+	struct persist_entry *e = calloc(PERSIST_MAX_ENTRIES, sizeof(*e));
+	assert_non_null(e);
+	for (unsigned i = 0; i < PERSIST_MAX_ENTRIES; i++) {
+		e[i].key = malloc(PERSIST_MAX_KEY);
+		int n = snprintf(e[i].key, PERSIST_MAX_KEY, "mount:fuse.x %u ", i);
+		memset(e[i].key + n, i % 2 ? '"' : '\\', PERSIST_MAX_KEY - 1 - (size_t)n);
+		e[i].key[PERSIST_MAX_KEY - 1] = '\0';
+		e[i].seen = NOW_S;
+		e[i].mem = (struct pol_memory){ .magic = FUSE, .verdict = POL_PAYS, .backoff = 16,
+						.list_backoff = 16, .before_ns = 3599e9 / 7,
+						.after_ns = 1e9 / 3, .reprobe_in_ns = 86400 * SEC };
+	}
+	char *text = persist_encode(e, PERSIST_MAX_ENTRIES, NOW_S);
+	assert_non_null(text);
+	assert_true(strlen(text) <= PERSIST_MAX_FILE);
+	struct persist_entry *d;
+	unsigned n;
+	char err[256];
+	assert_int_equal(persist_decode(text, strlen(text), NOW_S, 30, &d, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, PERSIST_MAX_ENTRIES);
+	assert_string_equal(d[7].key, e[7].key);
+	persist_entries_free(d, n);
+	persist_entries_free(e, PERSIST_MAX_ENTRIES);
+	free(text);
+}
+
 /* Mutations of a valid document (flips, truncations, insertions, deletions): never a crash,
  * and whatever is accepted passes the policy's own range checks. */
 static void test_fuzz(void **state)
@@ -412,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_no_gain_delay),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_largest),
 		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_save_restore),
 		cmocka_unit_test(test_dir),
