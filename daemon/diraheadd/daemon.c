@@ -365,8 +365,9 @@ static int start_around(struct daemon *d, char *err, size_t errlen)
 int daemon_start(struct daemon *d, bool verbose, char *err, size_t errlen)
 {
 	d->start_usec = wall_us();
+	/* the memory last: a daemon that fails to start neither reads nor rewrites it */
 	if (start_loop(d, err, errlen) < 0 || start_pipeline(d, verbose, err, errlen) < 0 ||
-	    start_memory(d, err, errlen) < 0 || start_around(d, err, errlen) < 0)
+	    start_around(d, err, errlen) < 0 || start_memory(d, err, errlen) < 0)
 		return -1;
 	int r = events_start(d->events, d->det, d->mgr, d->walks);
 	if (r < 0) {

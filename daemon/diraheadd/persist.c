@@ -228,7 +228,7 @@ unsigned persist_restore(struct persist *ps, struct policy *p, uint64_t now)
 		}
 	}
 	mnt_keys_free(mk, nm);
-	log_info("state: %u of %u remembered filesystems mounted now, from %s", restored,
+	log_info("state: %u mounted filesystems known from %u remembered in %s", restored,
 		 ps->nknown, ps->path);
 	return restored;
 }

@@ -47,7 +47,9 @@ assert_eq "$(stat -c %a "$SD/state.json")" 600 "state file mode"
 
 # 2. Restart on the same mounts: both known before any scan.
 daemon_start
-assert_contains "$(cat "$DAEMON_LOG")" "state: 2 of 2 remembered filesystems mounted now" "restore"
+# (other slowfs mounts on the machine, a bench's, have the same type, source and options: known too)
+restored=$(sed -n 's/.*state: \([0-9]*\) mounted filesystems known from 2 remembered.*/\1/p' "$DAEMON_LOG")
+assert_ge "${restored:-0}" 2 "filesystems restored"
 assert_eq "$(daemon_stat "filesystems.$sdev.verdict")" pays "slowfs verdict after the restart"
 assert_eq "$(daemon_stat "filesystems.$ldev.verdict")" fast "local verdict after the restart"
 # the fast one first: a restored fast verdict is trusted as long as a fresh one (10 s)
