@@ -320,8 +320,8 @@ static int start_memory(struct daemon *d, char *err, size_t errlen)
 {
 	const char *dir = persist_dir(d->cfg.state_dir);
 	char mountinfo[4096];
-	if (!dir || !d->cfg.remember_days)
-		return 0;
+	if (!dir)
+		return 0; /* (remember_days = 0 leaves it idle; a reload may set it) */
 	/* PID 1's mounts: the unit's own mount namespace is a copy of the host's */
 	snprintf(mountinfo, sizeof(mountinfo), "%s/1/mountinfo", d->cfg.proc_path);
 	d->persist = persist_new(dir, mountinfo, d->cfg.remember_days);
