@@ -197,6 +197,10 @@ $(BUILD)/tests/unit/test_decisions: LIB_DEPS += $(SD_LIBS)
 # Who is on the other end of a socket (the metrics endpoint's limits and access).
 $(BUILD)/tests/unit/test_peer: $(BUILD)/daemon/diraheadd/peer.o
 $(BUILD)/tests/unit/test_peer: CFLAGS += -Idaemon/diraheadd
+# Memory across restarts: the state file's format, its save and restore, over the policy.
+$(BUILD)/tests/unit/test_persist: $(addprefix $(BUILD)/daemon/diraheadd/,persist.o persist_format.o policy.o log.o)
+$(BUILD)/tests/unit/test_persist: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_persist: LIB_DEPS += $(SD_LIBS) -ljson-c
 $(BUILD)/tests/tools/%: tests/tools/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
@@ -223,7 +227,8 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(FUZZ_SAN) \
                 -fsanitize=fuzzer-no-link -Iinclude -Idaemon/common -Idaemon/diraheadd -Itests/fuzz \
                 -I$(BUILD) -DDIRAHEAD_VERSION=\"$(VERSION)\"
-FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log decisions
+FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log decisions \
+                persist_format
 FUZZ_LIB_OBJS := $(FUZZ_DAEMON:%=$(BUILD)/fuzz/obj/daemon/diraheadd/%.o) \
                  $(COMMON_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 $(BUILD)/fuzz/obj/%.o: %.c $(wildcard include/*.h) $(wildcard daemon/common/*.h)

@@ -51,6 +51,7 @@ void dd_config_defaults(struct dd_config *c)
 		.gain_stats = 64,
 		.min_gain = 1.3,
 		.reprobe_s = 60,
+		.remember_days = 30,
 		.mute_ms = 2000,
 		.depth_min = 4,
 		.max_filesystems = 256,
@@ -65,6 +66,7 @@ void dd_config_defaults(struct dd_config *c)
 		.metrics_access = DD_METRICS_ALL,
 	};
 	c->proc_path = strdup("/proc");
+	c->state_dir = strdup("/var/lib/dirahead");
 	c->metrics_address = strdup("127.0.0.1:9567");
 	c->socket_path = strdup(DD_SOCKET_PATH);
 	c->socket_group = strdup("");
@@ -122,6 +124,12 @@ static bool check_absolute(const char *value, const void *parsed, char *why, siz
 {
 	(void)parsed, (void)why, (void)len;
 	return value[0] == '/';
+}
+
+static bool check_absolute_or_empty(const char *value, const void *parsed, char *why, size_t len)
+{
+	(void)parsed, (void)why, (void)len;
+	return !value[0] || value[0] == '/';
 }
 
 static bool check_group(const char *value, const void *parsed, char *why, size_t len)
@@ -220,6 +228,8 @@ static const struct key keys[] = {
 	    .expect = "one of err, warning, notice, info, debug"),
 	UINT("daemon", "log_summary_s", log_summary_s, 0, 86400),
 	STR("daemon", "proc", proc_path, check_absolute, "an absolute path"),
+	STR("daemon", "state_dir", state_dir, check_absolute_or_empty,
+	    "an absolute path, or nothing (no memory across restarts)"),
 	UINT("detect", "confirm_stats", confirm_stats, 1, 1000),
 	KEY("detect", "unlisted_stats", KEY_UINT, unlisted_stats, .lo = 0, .hi = 32,
 	    .check = check_not_one, .expect = "0 (off) or a whole number from 2 to 32"),
@@ -253,6 +263,7 @@ static const struct key keys[] = {
 	UINT("policy", "mute_ms", mute_ms, 0, 3600000),
 	UINT("policy", "depth_min", depth_min, 1, 4096),
 	UINT("policy", "max_filesystems", max_filesystems, 1, 65536),
+	UINT("policy", "remember_days", remember_days, 0, 3650),
 	BOOL("walk", "enabled", walk_enabled),
 	BOOL("walk", "list_only", walk_list_only),
 	UINT("walk", "max_walks", walk_max, 1, 4096),

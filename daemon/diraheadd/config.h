@@ -62,6 +62,7 @@ struct dd_config {
 	unsigned mute_ms;           /* a muted process's listings there are not tracked this long */
 	unsigned depth_min;         /* adaptive depth per scan: from this to depth_per_scan */
 	unsigned max_filesystems;   /* filesystems remembered */
+	unsigned remember_days;     /* ... across restarts, unused for at most this; 0: not saved */
 	/* [walk]: tree-ahead (walk.h) */
 	bool walk_enabled;          /* no: every directory of a walk is a scan of its own */
 	bool walk_list_only;        /* walks that list only, where stats need no prefetch */
@@ -74,6 +75,7 @@ struct dd_config {
 	struct dd_strlist comm_include, comm_exclude; /* process names */
 	struct dd_strlist cgroup_include, cgroup_exclude;
 	char *proc_path;            /* the procfs whose PIDs are BPF's (the host's); restart to change */
+	char *state_dir;            /* memory across restarts (persist.h); "": none; restart to change */
 	char *metrics_address;      /* host:port or unix:/path, empty = off */
 	struct dd_strlist metrics_hosts; /* [metrics] allowed_hosts: more names for the Host check */
 	enum dd_metrics_access metrics_access; /* [metrics] access: who gets the page */

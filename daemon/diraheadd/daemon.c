@@ -26,6 +26,8 @@
 #include "httpd.h"
 #include "log.h"
 #include "monoclock.h"
+#include "persist.h"
+#include "policy.h"
 #include "procdir.h"
 #include "scan.h"
 #include "walk.h"
@@ -117,6 +119,10 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 			log_warn("[daemon] proc: %s until a restart", d->cfg.proc_path);
 		free(nc.proc_path);
 		nc.proc_path = strdup(d->cfg.proc_path);
+		if (strcmp(nc.state_dir, d->cfg.state_dir))
+			log_warn("[daemon] state_dir: %s until a restart", d->cfg.state_dir);
+		free(nc.state_dir);
+		nc.state_dir = strdup(d->cfg.state_dir);
 		/* The endpoints, all or nothing: the metrics listener is the hardest to put back, so
 		 * it comes last and a failure there restores the control socket's group. */
 		char e2[256];
@@ -144,6 +150,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 		walk_mgr_reconfigure(d->walks, &nc);
 		scan_mgr_reconfigure(d->mgr, &nc);
 		log_set_level(nc.log_level);
+		if (d->persist)
+			persist_set_days(d->persist, nc.remember_days);
 		bool arm_changed = nc.arm_always != d->cfg.arm_always || nc.enabled != d->cfg.enabled;
 		if (!nc.log_summary_s)
 			sd_event_source_set_enabled(d->summary_src, SD_EVENT_OFF);
@@ -211,12 +219,35 @@ static void summary_kick(struct daemon *d)
 	sd_event_source_set_enabled(d->summary_src, SD_EVENT_ONESHOT);
 }
 
-/* After each wakeup by BPF: the summary's timer, and the status line when the scans changed. */
+/* The memory's save: a verdict may have changed in the last PERSIST_INTERVAL_S (persist_save
+ * writes only if one did).  Armed by activity, like the summary. */
+static int on_persist(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	(void)s, (void)usec;
+	persist_save(d->persist, host_policy(d->host), mono_ns(), false);
+	return 0;
+}
+
+static void persist_kick(struct daemon *d)
+{
+	int on = SD_EVENT_OFF;
+	uint64_t now;
+	if (!d->persist_src || sd_event_source_get_enabled(d->persist_src, &on) < 0 || on != SD_EVENT_OFF)
+		return;
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	sd_event_source_set_time(d->persist_src, now + PERSIST_INTERVAL_S * 1000000ull);
+	sd_event_source_set_enabled(d->persist_src, SD_EVENT_ONESHOT);
+}
+
+/* After each wakeup by BPF: the summary's and the memory's timers, and the status line when the
+ * scans changed. */
 static void on_batch(void *ctx)
 {
 	struct daemon *d = ctx;
 	uint64_t now;
 	summary_kick(d);
+	persist_kick(d);
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	if (scan_mgr_active(d->mgr) != d->last_active && now - d->last_notify > 1000000) {
 		d->last_active = scan_mgr_active(d->mgr);
@@ -284,6 +315,27 @@ static int start_pipeline(struct daemon *d, bool verbose, char *err, size_t errl
 	return 0;
 }
 
+/* The memory across restarts: restored before the first event, saved by on_persist. */
+static int start_memory(struct daemon *d, char *err, size_t errlen)
+{
+	const char *dir = persist_dir(d->cfg.state_dir);
+	char mountinfo[4096];
+	if (!dir)
+		return 0; /* (remember_days = 0 leaves it idle; a reload may set it) */
+	/* PID 1's mounts: the unit's own mount namespace is a copy of the host's */
+	snprintf(mountinfo, sizeof(mountinfo), "%s/1/mountinfo", d->cfg.proc_path);
+	d->persist = persist_new(dir, mountinfo, d->cfg.remember_days);
+	int r = d->persist ? sd_event_add_time(d->loop, &d->persist_src, CLOCK_MONOTONIC, UINT64_MAX,
+					       1000000, on_persist, d) : -ENOMEM;
+	if (r < 0) {
+		snprintf(err, errlen, "state: %s", strerror(-r));
+		return -1;
+	}
+	sd_event_source_set_enabled(d->persist_src, SD_EVENT_OFF);
+	persist_restore(d->persist, host_policy(d->host), mono_ns());
+	return 0;
+}
+
 /* Arming, the control socket, the metrics endpoint and the summary: around the pipeline. */
 static int start_around(struct daemon *d, char *err, size_t errlen)
 {
@@ -313,8 +365,9 @@ static int start_around(struct daemon *d, char *err, size_t errlen)
 int daemon_start(struct daemon *d, bool verbose, char *err, size_t errlen)
 {
 	d->start_usec = wall_us();
+	/* the memory last: a daemon that fails to start neither reads nor rewrites it */
 	if (start_loop(d, err, errlen) < 0 || start_pipeline(d, verbose, err, errlen) < 0 ||
-	    start_around(d, err, errlen) < 0)
+	    start_around(d, err, errlen) < 0 || start_memory(d, err, errlen) < 0)
 		return -1;
 	int r = events_start(d->events, d->det, d->mgr, d->walks);
 	if (r < 0) {
@@ -340,6 +393,11 @@ void daemon_stop(struct daemon *d)
 	if (d->mgr)
 		scan_mgr_stop(d->mgr);
 	walk_mgr_free(d->walks);
+	/* after the scans' and walks' ends: their last judgments are in */
+	if (d->persist && d->host)
+		persist_save(d->persist, host_policy(d->host), mono_ns(), true);
+	sd_event_source_disable_unref(d->persist_src);
+	persist_free(d->persist);
 	host_stop_engine(d->host);
 	scan_mgr_free(d->mgr);
 	host_free(d->host);

@@ -17,6 +17,7 @@ struct hooks;
 struct host;
 struct walk_mgr;
 struct events;
+struct persist;
 
 struct daemon {
 	sd_event *loop;
@@ -31,6 +32,8 @@ struct daemon {
 	struct hooks *hooks;         /* stat timing, while scans probe (hooks.h) */
 	struct arm *arm;             /* arms the detector's syscall hooks on blocked calls (arm.h) */
 	struct httpd *http;          /* the metrics endpoint; NULL when [metrics] address is empty */
+	struct persist *persist;     /* memory across restarts (persist.h); NULL: none */
+	sd_event_source *persist_src;/* its save, armed by activity, at most every PERSIST_INTERVAL_S */
 	struct dd_stats stats;
 	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */
 	struct dd_stats summary_prev;/* the counters at the last summary */

@@ -145,8 +145,9 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 	for (i = 0; i < p->n; i++) {
 		struct pol_fs *f = &p->fs[i];
 		if (f->dev_major == dev_major && f->dev_minor == dev_minor) {
-			if (f->magic != magic || f->mnt_id != mnt_id)
+			if (f->magic != magic || (f->mnt_id != mnt_id && f->mnt_id != POL_MNT_ADOPT))
 				break; /* another filesystem, or a new mount, got the device number */
+			f->mnt_id = mnt_id; /* a memory restored for the device: its mount takes it */
 			f->last_ns = now;
 			return f;
 		}
@@ -553,4 +554,80 @@ uint32_t policy_fsinfo(const struct policy *p, uint32_t dev_major, uint32_t dev_
 			return f->fsinfo;
 	}
 	return 0;
+}
+
+bool policy_export(const struct pol_fs *fs, uint64_t now, struct pol_memory *m)
+{
+	if (fs->verdict == POL_UNKNOWN && fs->list.verdict == POL_UNKNOWN && !fs->depth)
+		return false;
+	const struct pol_list *l = &fs->list;
+	*m = (struct pol_memory){
+		.magic = fs->magic, .verdict = fs->verdict, .depth = fs->depth,
+		.backoff = fs->backoff ? fs->backoff : 1,
+		.reprobe_in_ns = fs->reprobe_ns > now ? fs->reprobe_ns - now : 0,
+		.no_gain_cost_ns = fs->no_gain_cost_ns, .before_ns = fs->before_ns,
+		.after_ns = fs->after_ns, .cost_ns = fs->cost_ns, .pf_lat_ns = fs->pf_lat_ns,
+		.list_verdict = l->verdict, .list_backoff = l->backoff ? l->backoff : 1,
+		.list_reprobe_in_ns = l->reprobe_ns > now ? l->reprobe_ns - now : 0,
+		.list_wall_ns = l->wall_ns, .list_cpu_ns = l->cpu_ns, .list_first_ns = l->first_ns,
+		.list_ahead_ns = l->ahead_ns, .list_own_ns = l->own_ns,
+	};
+	return true;
+}
+
+/* A cost in ns: 0 (unmeasured) up to an hour. */
+static bool cost_ok(double x)
+{
+	return x >= 0 && x <= 3600e9;
+}
+
+bool policy_memory_valid(const struct pol_memory *m)
+{
+	const double costs[] = { m->no_gain_cost_ns, m->before_ns, m->after_ns, m->cost_ns,
+				 m->pf_lat_ns, m->list_wall_ns, m->list_cpu_ns, m->list_first_ns,
+				 m->list_ahead_ns, m->list_own_ns };
+	for (unsigned i = 0; i < sizeof(costs) / sizeof(costs[0]); i++)
+		if (!cost_ok(costs[i]))
+			return false;
+	bool pow2 = m->backoff && m->backoff <= MAX_BACKOFF && !(m->backoff & (m->backoff - 1));
+	bool lpow2 = m->list_backoff && m->list_backoff <= MAX_BACKOFF &&
+		     !(m->list_backoff & (m->list_backoff - 1));
+	return (unsigned)m->verdict < POL_VERDICT_MAX && (unsigned)m->list_verdict < POL_VERDICT_MAX &&
+	       m->magic && pow2 && lpow2 && m->depth <= 65536;
+}
+
+static uint64_t delay_left(uint64_t left, unsigned reprobe_s, unsigned backoff)
+{
+	/* the backoff already doubled past the delay that was set: the delay was at most this */
+	uint64_t max = (uint64_t)reprobe_s * backoff * 1000000000ull;
+	return left < max ? left : max;
+}
+
+struct pol_fs *policy_import(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+			     const struct pol_memory *m, uint64_t now)
+{
+	if (!policy_memory_valid(m))
+		return NULL;
+	struct pol_fs *fs = policy_fs_mount(p, dev_major, dev_minor, m->magic, POL_MNT_ADOPT, now);
+	struct pol_list *l = &fs->list;
+	fs->verdict = m->verdict;
+	fs->verdict_ns = now;
+	fs->backoff = m->backoff;
+	fs->reprobe_ns = now + delay_left(m->reprobe_in_ns, p->cfg.reprobe_s, m->backoff);
+	fs->no_gain_cost_ns = m->no_gain_cost_ns;
+	fs->depth = m->depth;
+	fs->before_ns = m->before_ns;
+	fs->after_ns = m->after_ns;
+	fs->cost_ns = m->cost_ns;
+	fs->pf_lat_ns = m->pf_lat_ns;
+	l->verdict = m->list_verdict;
+	l->verdict_ns = now;
+	l->backoff = m->list_backoff;
+	l->reprobe_ns = now + delay_left(m->list_reprobe_in_ns, p->cfg.reprobe_s, m->list_backoff);
+	l->wall_ns = m->list_wall_ns;
+	l->cpu_ns = m->list_cpu_ns;
+	l->first_ns = m->list_first_ns;
+	l->ahead_ns = m->list_ahead_ns;
+	l->own_ns = m->list_own_ns;
+	return fs;
 }

@@ -216,4 +216,32 @@ void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *),
 /* The measured CPU per prefetched entry (all filesystems), or the configured prior. */
 double policy_entry_cost_ns(const struct policy *p);
 
+/*
+ * Memory across restarts (persist.h).  A filesystem's judgment in a form that outlives the
+ * process: times as ages and remaining delays (CLOCK_MONOTONIC does not survive a reboot), no
+ * counters, no breaker.  policy_export() is false for a filesystem judged nothing yet.
+ * policy_import() puts it back for the device the filesystem is mounted on now, adoptable by the
+ * first mount of that device and magic the detector reports (its mount id is not known before);
+ * the verdict counts as given now (a restored fast verdict is trusted for the usual while), the
+ * re-probe delays keep what was left of them, bounded by reprobe_s x their backoff.
+ */
+#define POL_MNT_ADOPT UINT64_MAX
+struct pol_memory {
+	uint64_t magic;
+	enum pol_verdict verdict;
+	unsigned depth, backoff;
+	uint64_t reprobe_in_ns;   /* NO_GAIN: re-probe after this */
+	double no_gain_cost_ns, before_ns, after_ns, cost_ns, pf_lat_ns;
+	enum pol_verdict list_verdict;
+	unsigned list_backoff;
+	uint64_t list_reprobe_in_ns;
+	double list_wall_ns, list_cpu_ns, list_first_ns, list_ahead_ns, list_own_ns;
+};
+bool policy_export(const struct pol_fs *fs, uint64_t now, struct pol_memory *m);
+/* NULL if the memory is out of range (persist.c validates first; this asserts nothing). */
+struct pol_fs *policy_import(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+			     const struct pol_memory *m, uint64_t now);
+/* Is the memory's every field in its range (a state file is input like any other)? */
+bool policy_memory_valid(const struct pol_memory *m);
+
 #endif

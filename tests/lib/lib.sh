@@ -64,6 +64,9 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # Scratch directory, removed at exit (after everything mounted below it is unmounted).
 T=$(mktemp -d "/tmp/dirahead-$TEST_NAME.XXXXXX")
 on_exit "rm -rf '$T'"
+# Every daemon a test starts keeps its memory across restarts (persist.h) in the test's own
+# scratch, never in /var/lib/dirahead: one test's judgments must not reach the next.
+export STATE_DIRECTORY=$T/state
 
 # make_files DIR N [PREFIX]: create N empty files PREFIX000001.. in DIR quickly.
 make_files() {

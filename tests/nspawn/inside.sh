@@ -166,6 +166,9 @@ rec result "$(prop Result)"
 rec exec_main_code "$(prop ExecMainCode)"
 rec exec_main_status "$(prop ExecMainStatus)"
 rec runtime_dir_left "$(test -e /run/dirahead && echo yes || echo no)"
+# memory across restarts: written at stop into the unit's StateDirectory= ($STATE_DIRECTORY)
+rec state_file "$(stat -c '%a %U' /var/lib/dirahead/state.json 2>/dev/null || echo none)"
+rec state_dir_mode "$(stat -c %a /var/lib/dirahead 2>/dev/null || echo none)"
 
 # ---- the notifications the manager received, in order ------------------------------------------
 journal_since "$C0" >"$OUT/journal.txt"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
 # The fuzz targets (tests/fuzz/fuzz_*.c: the config parser, one control request, one HTTP
-# client of the metrics endpoint) run clean under ASan and UBSan: each first replays its committed
+# client of the metrics endpoint, the state file) run clean under ASan and UBSan: each first replays its committed
 # corpus (tests/fuzz/corpus/TARGET/: seeds and the regression inputs of bugs found), then fuzzes
 # from it for FUZZ_SECONDS (15 here, 300 under `make fuzz`).  Any crash, leak, sanitizer report,
 # broken check of the target or timeout fails the test; the input that did it is kept in
