@@ -68,7 +68,11 @@ sorted:
 		 * files were created in name order both fit, until a reused inode number puts a name
 		 * early in inode order: name order is then the one that has it at k. */
 		bool ino_fits = ino_rank < stats, name_fits = name_rank < stats;
-		if (ino_fits && (!name_fits || ino_rank >= name_rank))
+		/* Where both have it at the same place (a directory made in name order), the orders
+		 * cannot be told apart yet: fts sorts by inode above ORDER_FTS_INODE_MIN entries only,
+		 * so a smaller directory is taken as name order (sorted(os.listdir()), ls). */
+		bool tie_inode = n >= ORDER_FTS_INODE_MIN;
+		if (ino_fits && (!name_fits || ino_rank > name_rank || (ino_rank == name_rank && tie_inode)))
 			o = DIRAHEAD_ORDER_INODE;
 		else if (name_fits)
 			o = DIRAHEAD_ORDER_NAME;

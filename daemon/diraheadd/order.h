@@ -9,6 +9,8 @@
 
 /* gnulib fts reads (and sorts) at most this many entries of a directory at a time. */
 #define ORDER_FTS_CHUNK 100000
+/* ... and sorts them by inode number only when a directory has more than 10,000 entries. */
+#define ORDER_FTS_INODE_MIN 10001
 
 /*
  * The program has made `stats` stats of entries of the directory open on fd, the latest of

@@ -164,6 +164,50 @@ static void test_none(void **state)
 	assert_int_equal(learn(ents[0].name, 0), DIRAHEAD_ORDER_READDIR);
 }
 
+/* A small directory made in name order: inode and name order agree on its first entries (a tie)
+ * and fts would not sort it by inode (10,000 entries or fewer): name order, as
+ * sorted(os.listdir()) stats it (daemon-threads learnt inode order there and missed). */
+static void test_tie_small(void **state)
+{
+	(void)state;
+	char small[64], p[96];
+	snprintf(small, sizeof(small), "/tmp/test_order_tie.XXXXXX");
+	assert_non_null(mkdtemp(small));
+	for (unsigned i = 1; i <= 300; i++) {
+		snprintf(p, sizeof(p), "%s/f%06u", small, i);
+		int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	/* the k-th name must have the same rank by inode (else this is no tie: say so) */
+	unsigned k = 12, ino_rank = 0, nent = 0;
+	uint64_t target = 0;
+	char want[32];
+	snprintf(want, sizeof(want), "f%06u", k);
+	DIR *d = opendir(small);
+	assert_non_null(d);
+	uint64_t inos[300];
+	struct dirent *de;
+	while ((de = readdir(d)) && nent < 300) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!strcmp(de->d_name, want))
+			target = de->d_ino;
+		inos[nent++] = de->d_ino;
+	}
+	closedir(d);
+	for (unsigned i = 0; i < nent; i++)
+		ino_rank += inos[i] < target;
+	int fd = open(small, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	enum dirahead_order o = order_learn(fd, want, k);
+	close(fd);
+	snprintf(p, sizeof(p), "rm -rf '%s'", small);
+	assert_int_equal(system(p), 0);
+	assert_int_equal(ino_rank, k - 1); /* the precondition: a tie */
+	assert_int_equal(o, DIRAHEAD_ORDER_NAME);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_inode),
 		cmocka_unit_test(test_name),
 		cmocka_unit_test(test_nearest),
+		cmocka_unit_test(test_tie_small),
 		cmocka_unit_test(test_none),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
