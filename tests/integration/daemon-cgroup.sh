@@ -88,9 +88,13 @@ prefetched() {
 # filtered_metric: the filtered skips in the metrics
 filtered_metric() { ctl metrics | sed -n 's/^dirahead_skips_total{reason="filtered"} //p'; }
 
+# (the hooks attached from the start: this is about the scans' filter; an excluded process does
+# not even arm them, see arm-filter.sh)
 cat >"$DAEMON_CONF" <<EOF
 [metrics]
 address =
+[detect]
+arm = always
 [filter]
 cgroup_exclude = $TOP
 EOF
@@ -124,6 +128,8 @@ fi
 cat >"$DAEMON_CONF" <<EOF
 [metrics]
 address =
+[detect]
+arm = always
 [filter]
 cgroup_include = $TOP
 cgroup_exclude = $TOP/inn
