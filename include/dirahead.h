@@ -184,7 +184,8 @@ typedef void (*dirahead_dir_done_fn)(struct dirahead_dir *dir, void *dir_data, i
 struct dirahead_engine_opts {
 	size_t size;                  /* sizeof(struct dirahead_engine_opts) */
 	enum dirahead_backend backend;
-	unsigned int depth;           /* requests in flight in total (default 64) */
+	unsigned int depth;           /* requests in flight in total, also those of cancelled
+	                               * directories until they return (default 64) */
 	unsigned int dir_depth;       /* requests in flight per directory (default: depth) */
 	unsigned int threads;         /* workers of the thread backend (default: depth) */
 	dirahead_complete_fn on_complete;  /* may be NULL */
@@ -285,7 +286,8 @@ void dirahead_call_close(struct dirahead_call_out *out);
 
 struct dirahead_engine_stats {
 	uint64_t submitted, completed, errors;
-	uint64_t inflight;            /* requests counted against depth (stalled ones are not) */
+	uint64_t inflight;            /* requests counted against depth (stalled ones are not;
+	                               * abandoned ones are until they return or stall) */
 	uint64_t dirs_active;         /* submitted and not finished (open or waiting) */
 	/* added after the draft: */
 	uint64_t stalled;             /* requests outstanding for longer than stall_ms */

@@ -445,7 +445,7 @@ static void op_untrack(struct op *op)
 		list_del(&op->age);
 }
 
-/* A stat request is over (or abandoned): it stops counting against the engine's depth and its
+/* A stat request is over (or never ran): it stops counting against the engine's depth and its
  * directory's stalled requests. */
 static void req_uncount(struct dirahead_engine *e, struct req *r, struct dirahead_dir *d)
 {
@@ -607,6 +607,7 @@ static void req_complete(struct dirahead_engine *e, struct req *r)
 	req_uncount_cred(r);
 	if (!d) {
 		e->st.abandoned--;
+		req_uncount(e, r, NULL);
 		req_free(r);
 		return;
 	}
@@ -970,20 +971,22 @@ static void dir_abandon_ops(struct dirahead_dir *d)
 		list_del(pos);
 		r->op.dir = NULL;
 		d->inflight--;
-		req_uncount(e, r, d);
-		op_untrack(&r->op);
-		if (e->uring) {
-			da_uring_cancel(e->uring, r);
-			e->st.abandoned++;
-		} else if (pool_cancel(e->stat_pool, &r->op.job)) {
+		if (!e->uring && pool_cancel(e->stat_pool, &r->op.job)) {
+			req_uncount(e, r, d);
+			op_untrack(&r->op);
 			req_uncount_cred(r);
 			req_free(r); /* still queued: never ran */
-		} else {
-			/* running (the worker may be stuck: let the pool replace it) or already
-			 * finished and waiting to be reaped */
-			pool_release(e->stat_pool, &r->op.job);
-			e->st.abandoned++;
+			continue;
 		}
+		/* Sent, so still a request at the filesystem: it counts against depth until it
+		 * returns (req_complete) or stalls (check_stalls, which lets the pool replace a
+		 * stuck worker), so that depth bounds what the filesystem sees, not only what
+		 * directories still want. */
+		if (r->op.stalled)
+			d->stalled--;
+		if (e->uring)
+			da_uring_cancel(e->uring, r);
+		e->st.abandoned++;
 	}
 	if (d->reading) {
 		struct rjob *j = d->reading;

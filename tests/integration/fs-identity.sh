@@ -23,7 +23,7 @@ grep -qw overlay /proc/filesystems || skip "kernel without overlayfs"
 # direct-I/O loop device (a slow disk), so that a walk has something to get ahead of.
 mkdir -p "$T/back" "$T/fill"
 truncate -s 300M "$T/back/btrfs.img"
-mkfs.btrfs -q "$T/back/btrfs.img" >/dev/null
+mkfs_isolated mkfs.btrfs -q "$T/back/btrfs.img" >/dev/null
 mount -o loop "$T/back/btrfs.img" "$T/fill"
 on_exit "umount -l '$T/fill'"
 make_files "$T/fill/top" $N

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# The cost model's pay-off rule and its per-filesystem memory, on a slowfs that answers one
-# request at a time (--serial: prefetch only queues in front of the program's own lookups; one
-# without FUSE_PARALLEL_DIROPS is not even tried, see fs-serial-lookups.sh):
-# - `ls -l` of 2,000 entries (500 us a lookup): the scan is prefetched, does not make the
+# The cost model's pay-off rule and its per-filesystem memory, on a slowfs whose replies may be
+# cached for no time at all (--entry-timeout 0 --attr-timeout 0: whatever the daemon looks up,
+# the program's own stat asks the server again, so prefetch cannot pay, however busy the
+# machine; a server answering one request at a time, --serial, was not enough: on a busy machine
+# it keeps the server busy through the program's wake-ups, and a control stretch of 32 stats
+# once measured a 1.8x gain):
+# - `ls -l` of 2,000 entries (100 us a lookup, about five per entry): the scan is prefetched, does not make the
 #   program's stats cheaper and ends as no_gain; the filesystem's verdict becomes no_gain;
-#   the program is not slower than without the daemon by more than noise (10% + 100 ms);
+#   the daemon's requests stop early (at most 800 entries fetched); the program's time is not
+#   judged beyond a gross slowdown (2x + 0.5 s): two single runs on a busy machine differ by
+#   30% with nothing to do with us (make bench measures it);
 # - the next scan there is skipped at once (fs_no_gain), nothing prefetched for it;
 # - the verdict survives a config reload (SIGHUP);
 # - after reprobe_s the filesystem is probed again (reprobes counted, backoff doubles: a
@@ -23,7 +28,7 @@ ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # start_factor: this is about the pay-off rule; the start rule must not find the stats cheap
 # where the daemon's own cost per entry is high (an ASan build: ~0.5 ms an entry)
 printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 6\nstart_factor = 0.1\n[detect]\narm = always\n' >"$DAEMON_CONF"
-slowfs_mount "$T/back" "$T/mnt" --latency-us 500 --serial
+slowfs_mount "$T/back" "$T/mnt" --latency-us 0 --lookup-us 100 --entry-timeout 0 --attr-timeout 0
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
 timed_ls() { # DIR: ls -l it as dra-ls, print the milliseconds it took
@@ -40,8 +45,8 @@ on=$(timed_ls "$T/mnt/on")
 info "ls -l with the daemon (first scan on this filesystem): $on ms"
 ctl stats | grep -E 'no_gain|prefetched|muted|judgments|app_stat|filesystems' || true
 assert_eq "$(daemon_stat scans_ended.no_gain)" 1 "scans ended as no_gain"
-assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict of a serial slowfs"
-assert_le "$on" $((off * 110 / 100 + 100)) "ls -l with the daemon (ms) against $off ms without"
+assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict of a slowfs that caches nothing"
+assert_le "$on" $((off * 2 + 500)) "ls -l with the daemon (ms) against $off ms without"
 # judged after a stretch of gain_stats (64) with prefetch, the window it had fetched, and a
 # control stretch of 32 stats without
 wasted=$(daemon_stat entries_prefetched)

@@ -74,6 +74,20 @@ make_files() {
 	(cd "$1" && seq -f "${3:-f}%06g" 1 "$2" | xargs touch)
 }
 
+# mkfs_isolated MKFS_CMD...: runs a mkfs in a mount namespace of its own from which every mount
+# whose server is gone (stat fails with ENOTCONN, e.g. a FUSE mount left by a killed process) is
+# detached first: mkfs.btrfs stats every mount's source and refuses to run when one fails, and
+# such a leftover of something else must not fail this test.  Hung mounts are left (timeout).
+mkfs_isolated() {
+	unshare -m --propagation private bash -c '
+		awk "{ print \$5 }" /proc/self/mountinfo | sort -r | while read -r m; do
+			m=$(printf "%b" "$m")
+			timeout 2 stat -- "$m" 2>&1 >/dev/null | grep -q "not connected" &&
+				umount -l -- "$m" 2>/dev/null
+		done
+		exec "$@"' mkfs_isolated "$@"
+}
+
 # fuse_for_users: /dev/fuse open to unprivileged users, for mounts of their own (udev makes it
 # 0666, not everywhere); its mode is restored at exit.
 fuse_for_users() {

@@ -93,6 +93,10 @@ static void send_reply(struct sf_reply *r)
 {
 	int res;
 
+	/* Out of flight before the reply goes: once written, the client may send its next
+	 * request, and counting this one beside it would see one more in flight than there is. */
+	sf_stats_done(r->op);
+
 	switch (r->kind) {
 	case SF_R_ENTRY:
 		res = fuse_reply_entry(r->req, &r->u.entry);
@@ -119,7 +123,6 @@ static void send_reply(struct sf_reply *r)
 	}
 	if (res != 0 && r->undo)
 		r->undo(r);
-	sf_stats_done(r->op);
 	free(r->buf);
 	free(r);
 }
@@ -309,8 +312,8 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 
 	if (!r) {
 		/* Out of memory: answer at once rather than lose the request. */
-		fuse_reply_err(req, ENOMEM);
 		sf_stats_done(op);
+		fuse_reply_err(req, ENOMEM);
 		return NULL;
 	}
 	r->req = req;
