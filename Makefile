@@ -296,7 +296,8 @@ $(BUILD)/tests/bench/%: tests/bench/%.c
 BENCH_TOOLS += $(BUILD)/tests/bench/xreaddir-bench
 $(BUILD)/tests/bench/xreaddir-bench: tests/bench/xreaddir-bench.c $(BUILD)/libdirahead.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LIB_DEPS)
+$(BENCH_TOOLS): tests/bench/benchutil.h
 bench: EXTRA_DEB_DEPS = $(BENCH_DEB_DEPS)
 bench: deps
 	$(MAKE) all $(BENCH_TOOLS)

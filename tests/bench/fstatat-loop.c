@@ -26,20 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "benchutil.h"
 
 static int skip_name(const char *n)
 {
@@ -170,7 +157,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		struct stat st;
-		t0 = now_ns();
+		t0 = mono_ns();
 		for (done = 0; done < calls; done++)
 			if (fstatat(fd, names[(size_t)done % n], &st, AT_SYMLINK_NOFOLLOW) < 0) {
 				fprintf(stderr, "fstatat-loop: %s: %s\n", names[(size_t)done % n],
@@ -182,10 +169,10 @@ int main(int argc, char **argv)
 			free(names[i]);
 		free(names);
 	} else {
-		t0 = now_ns();
+		t0 = mono_ns();
 		done = scan_loop(argv[optind], calls);
 	}
-	t1 = now_ns();
+	t1 = mono_ns();
 	if (done < 0)
 		return 1;
 	printf("mode=%s calls=%ld elapsed_ns=%llu ns_per_call=%.2f\n", plain ? "plain" : "scan", done,

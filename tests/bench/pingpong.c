@@ -18,12 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "benchutil.h"
 
 /* One byte each way; false on any error or end of file. */
 static int xfer(int in, int out, char *c)
@@ -58,14 +53,14 @@ int main(int argc, char **argv)
 				_exit(1);
 		_exit(0);
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_ns();
 	for (long i = 0; i < rounds; i++) {
 		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1) {
 			fprintf(stderr, "pingpong: %s\n", strerror(errno));
 			return 1;
 		}
 	}
-	uint64_t dt = now_ns() - t0;
+	uint64_t dt = mono_ns() - t0;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "pingpong: the other process failed\n");
 		return 1;

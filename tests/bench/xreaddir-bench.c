@@ -20,25 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
+
 #include "dirahead.h"
 
 #define LS_MASK (STATX_TYPE | STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_SIZE | \
 		 STATX_BLOCKS | STATX_MTIME)
-
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct result {
 	long entries, errors;
@@ -103,7 +90,7 @@ int main(int argc, char **argv)
 		goto usage;
 
 	struct result r = { 0 };
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_ns();
 	int fd = open(argv[optind], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "xreaddir-bench: %s: %s\n", argv[optind], strerror(errno));
@@ -111,7 +98,7 @@ int main(int argc, char **argv)
 	}
 	int rc = !strcmp(mode, "loop") ? run_loop(fd, &r) : run_iter(fd, &r);
 	close(fd);
-	uint64_t t = now_ns() - t0;
+	uint64_t t = mono_ns() - t0;
 	if (rc < 0) {
 		fprintf(stderr, "xreaddir-bench: %s: %s\n", argv[optind], strerror(-rc));
 		return 1;
