@@ -44,7 +44,7 @@ run_ls() { # DIR: ls -l it as dra-ls, print its pid
 	echo $pid
 }
 decided() { # PID TEXT: the decision log of PID has TEXT (the last line may come a little later)
-	ctl explain "$1" | grep -qF -- "$2"
+	ctl explain "$1" | qgrep -F -- "$2"
 }
 
 # --- a warm local directory: its stats are fast

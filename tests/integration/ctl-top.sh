@@ -27,7 +27,7 @@ for n in os.listdir(d):
     os.stat(os.path.join(d, n)); time.sleep(0.005)' "$T/mnt/slow" &
 prog=$!
 on_exit "kill $prog 2>/dev/null"
-scanning() { ctl scans | grep -qF "$T/mnt/slow"; }
+scanning() { ctl scans | qgrep -F "$T/mnt/slow"; }
 wait_for 20 scanning
 
 TM=(tmux -L "dirahead-test-$$" -f /dev/null)
@@ -35,7 +35,7 @@ on_exit "${TM[*]} kill-server 2>/dev/null"
 "${TM[@]}" new-session -d -s top -x 250 -y 40 \
 	"'$BUILD/diraheadctl' top --socket '$DAEMON_SOCK'; echo \"top exited \$?\"; sleep 60"
 screen() { "${TM[@]}" capture-pane -p -t top; }
-shows() { screen | grep -qF -- "$1"; }
+shows() { screen | qgrep -F -- "$1"; }
 wait_for 10 shows "$T/mnt/slow"
 SCREEN=$(screen)
 info "$SCREEN"

@@ -20,6 +20,12 @@ N=2000
 make_files "$T/back/d" $N
 make_files "$T/back/d2" $N
 slowfs_mount "$T/back" "$T/mnt" --latency-us 1000
+# Only this test's programs: another process's blocked stat would arm the hooks (attached
+# programs) and its scans keep threads busy, and "settled" would wait for the machine.
+ln -s "$(realpath "$(command -v ls)")" "$T/idk-ls"
+ln -s "$(realpath "$PY")" "$T/idk-py"
+FILTER='[filter]\ncomm_include = idk-*\n'
+printf "[metrics]\naddress =\n$FILTER" >"$DAEMON_CONF"
 daemon_start
 
 # --- 1. idle CPU ----------------------------------------------------------------------------
@@ -40,7 +46,7 @@ threads() {
 THREADS0=$(threads)
 # Idle after work: a scan first, so that whatever it armed (timers, the engine) must be
 # quiet again once it has ended.
-ls -l "$T/mnt/d" >/dev/null &
+"$T/idk-ls" -l "$T/mnt/d" >/dev/null &
 APP=$!
 wait $APP
 # (Other processes on the machine may be scanning: only this one's scan must be gone.)
@@ -78,11 +84,11 @@ if [ $idle_ok = 0 ]; then
 	# directory is below min_dir_size), so no process can cause events; the daemon stays
 	# attached and enabled, and must still sleep.
 	info "busy machine: judging idle CPU with min_dir_size = 2^40 (no directory tracked)"
-	printf '[metrics]\naddress =\n[detect]\nmin_dir_size = 1099511627776\n' >"$DAEMON_CONF"
+	printf "[metrics]\naddress =\n$FILTER[detect]\nmin_dir_size = 1099511627776\n" >"$DAEMON_CONF"
 	ctl reload >/dev/null
 	sleep 0.5 # let events queued before the reload drain
 	for try in 4 5 6; do idle_window "$try" && { idle_ok=1; break; }; done
-	printf '[metrics]\naddress =\n' >"$DAEMON_CONF"
+	printf "[metrics]\naddress =\n$FILTER" >"$DAEMON_CONF"
 	ctl reload >/dev/null
 fi
 [ $idle_ok = 1 ] || fail "no 3 s window without BPF events: cannot judge idle CPU"
@@ -114,7 +120,7 @@ assert_ge "$(left)" 6 "programs and links of the running daemon seen by bpftool"
 # A scan in progress: the slow scanner keeps it in the prefetching state.  (A directory nobody
 # listed yet: d's attributes are cached by the ls above, so the cost model would rightly leave
 # a scan of it alone.)
-"$PY" -c 'import os, sys, time
+"$T/idk-py" -c 'import os, sys, time
 d = sys.argv[1]
 for n in os.listdir(d):
     os.stat(os.path.join(d, n)); time.sleep(0.002)' "$T/mnt/d2" &

@@ -35,9 +35,10 @@ on_exit kill_hung
 
 # Both engines: io_uring's workers and the thread pool are stuck differently.
 for engine in "${ENGINES[@]}"; do
-	# depth_min = depth_per_scan: every scan keeps 64 requests in flight from the start (no
-	# adaptive ramp), so the two stuck scans hold what this test is about
-	printf '[metrics]\naddress =\n[prefetch]\nengine = %s\n[policy]\ndepth_min = 64\n' "$engine" >"$DAEMON_CONF"
+	# The cost model off: every scan keeps depth_per_scan (64) requests in flight from the
+	# start (no adaptive ramp), so the two stuck scans hold what this test is about, and none
+	# ends no_gain first (seen on a busy machine: 1.1x judged, the scan gone before the stall)
+	printf '[metrics]\naddress =\n[prefetch]\nengine = %s\n[policy]\nenabled = no\n' "$engine" >"$DAEMON_CONF"
 	daemon_start
 	# A stalled slowfs keeps the daemon from exiting (its requests cannot be interrupted):
 	# release it before the daemon is stopped, also when the test fails.
@@ -59,7 +60,8 @@ for engine in "${ENGINES[@]}"; do
 	sleep 0.3
 	held=$(SLOWFS_CTL=$CTL1 slowfs_stat pending_replies)
 	info "$engine: stalled filesystem holds $held replies"
-	assert_ge "$held" 64 "$engine: replies held by the stalled filesystem (the daemon's requests stuck)"
+	# most of the 64 (between a reply and the next request a few are not at the server)
+	assert_ge "$held" 48 "$engine: replies held by the stalled filesystem (the daemon's requests stuck)"
 
 	# The other filesystem.
 	SLOWFS_CTL=$CTL2 slowfs_ctl reset >/dev/null
@@ -79,6 +81,10 @@ for engine in "${ENGINES[@]}"; do
 	hung() { [ "$(daemon_stat scans_ended.fs_hung)" -ge 2 ]; }
 	wait_for 10 hung
 	info "$engine: breaker: $(daemon_stat scans_ended.fs_hung) scans ended fs_hung"
+	# the third app's scan, admitted before the breaker opened, ends with it, maybe a moment
+	# after the first two on a busy machine
+	for ((i = 0; i < 500; i++)); do [ "$(daemon_stat active_scans)" = 0 ] && break; sleep 0.02; done
+	[ "$(daemon_stat active_scans)" = 0 ] || ctl scans
 	assert_eq "$(daemon_stat active_scans)" 0 "$engine: scans left running on the hung filesystem"
 
 	# Release: the hung apps can go on (unhelped now: 20 ms a lookup, they would take a while:

@@ -95,7 +95,7 @@ slowfs_ctl reset >/dev/null
 start_app "$T/mnt2/umount"
 wait_for 10 prefetching "$APP"
 # While prefetching, the engine has the directory open: that is what must not outlive the scan.
-holds() { ls -l "/proc/$DAEMON_PID/fd" 2>/dev/null | grep -q " -> $T/mnt2/umount\$"; }
+holds() { ls -l "/proc/$DAEMON_PID/fd" 2>/dev/null | qgrep " -> $T/mnt2/umount\$"; }
 wait_for 5 holds
 pid=$APP
 stop_app
@@ -119,7 +119,7 @@ expect_exit 0 ctl status
 start_app "$T/mnt3/idle" 300
 wait_for 10 grep -q idle "$T/app.out"
 prefetching "$APP" || fail "no scan in progress for the idle app: $(ctl scans)"
-daemon_holds() { ls -l "/proc/$DAEMON_PID/fd" 2>/dev/null | grep -q -- "-> $1\(/.*\)\?\$"; }
+daemon_holds() { ls -l "/proc/$DAEMON_PID/fd" 2>/dev/null | qgrep -- "-> $1\(/.*\)\?\$"; }
 daemon_holds "$T/mnt3" || fail "the daemon does not hold the directory it prefetches"
 t0=$(now_ms)
 while daemon_holds "$T/mnt3"; do
@@ -132,7 +132,7 @@ t0=$(now_ms)
 until umount "$T/mnt3" 2>"$T/umount.err"; do
 	if [ $(($(now_ms) - t0)) -ge 6000 ]; then
 		others=$(for p in /proc/[0-9]*; do
-			ls -l "$p/fd" "$p/cwd" 2>/dev/null | grep -q -- "-> $T/mnt3\(/.*\)\?\$" &&
+			ls -l "$p/fd" "$p/cwd" 2>/dev/null | qgrep -- "-> $T/mnt3\(/.*\)\?\$" &&
 				echo "${p#/proc/}:$(cat "$p/comm")"
 		done)
 		grep -qv ':diraheadd$' <<<"$others" && fail "umount $T/mnt3 fails: held by $others"

@@ -42,7 +42,7 @@ info "daemon $dpid"
 texts() { awk '{ $1 = ""; $2 = ""; sub(/^  /, ""); print }' "$MSGS"; }
 # state: the messages other than watchdog pings, one per line
 state() { texts | grep -v '^WATCHDOG=1$' || true; }
-wait_for 5 eval 'state | grep -q "^STATUS="'
+wait_for 5 eval 'state | qgrep "^STATUS="'
 
 # Two reloads that work and one that does not: each is RELOADING=1 ... READY=1.
 reloads=0
@@ -61,7 +61,7 @@ wait_for 5 reload_done
 # Pings while idle: WatchdogSec= would restart a daemon that misses one period.
 sleep 2
 daemon_stop
-wait_for 5 eval 'state | grep -q "^STOPPING=1"'
+wait_for 5 eval 'state | qgrep "^STOPPING=1"'
 kill "$listener"
 
 

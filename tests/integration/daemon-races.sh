@@ -41,7 +41,7 @@ dup0=$(daemon_stat skips.duplicate)
 "$PY" "$T/rescan.py" "$T/mnt/d" "$T/mnt/e" &
 pid=$!
 wait $pid || fail "rescan.py failed"
-settled() { ! ctl scans | grep -q "$T/mnt/d"; }
+settled() { ! ctl scans | qgrep "$T/mnt/d"; }
 wait_for 10 settled
 grep "pid $pid .*$T/mnt/d" "$DAEMON_LOG" || true
 assert_eq "$(daemon_stat skips.duplicate)" "$dup0" "b: no scan skipped as a duplicate"
@@ -88,7 +88,7 @@ responds() { ctl status >/dev/null; }
 wait_for 5 responds
 assert_ge "$(daemon_stat bpf_events_lost)" $((lost0 + 1)) "c: the ring buffer overflowed"
 grep -q "pid $hpid .*$T/lost" "$DAEMON_LOG" || fail "c: the daemon never saw the scan"
-gone() { ! ctl scans | grep -q "$T/lost"; }
+gone() { ! ctl scans | qgrep "$T/lost"; }
 wait_for 5 gone
 info "c: the orphaned scan ended after $(($(now_ms) - t0)) ms"
 assert_le $(($(now_ms) - t0)) 2500 "c: orphaned scan ended (ms)"

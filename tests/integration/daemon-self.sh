@@ -48,7 +48,7 @@ for engine in io_uring threads; do
 	printf '[metrics]\naddress =\n[prefetch]\nengine = %s\n' "$engine" >"$DAEMON_CONF"
 	daemon_start
 	expect_exit 0 ctl reload
-	ctl status | grep -q "$engine engine" || fail "the daemon does not use the $engine engine: $(ctl status)"
+	ctl status | qgrep "$engine engine" || fail "the daemon does not use the $engine engine: $(ctl status)"
 
 	# Watch `diraheadctl scans` for the daemon's own pid while the tools run.
 	(while :; do ctl scans 2>/dev/null | awk -v p="$DAEMON_PID" '$1 == p'; sleep 0.02; done) \

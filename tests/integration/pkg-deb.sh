@@ -46,7 +46,7 @@ for f in /usr/include/dirahead.h /usr/lib/$MA/libdirahead.so /usr/lib/$MA/libdir
 	 /usr/lib/$MA/pkgconfig/dirahead.pc /usr/share/man/man3/dirreadahead.3.gz \
 	 /usr/share/man/man3/dirahead_xreaddir.3.gz; do has "$f" libdirahead-dev; done
 [ -f "$(readlink -f "$R/usr/lib/$MA/libdirahead.so")" ] || fail "libdirahead.so does not resolve"
-dpkg-deb -c "$D/libdirahead-dev_${VERSION}_$ARCH.deb" | awk '{ print $6 }' | grep -q 'libdirahead\.so\.0' &&
+dpkg-deb -c "$D/libdirahead-dev_${VERSION}_$ARCH.deb" | awk '{ print $6 }' | qgrep 'libdirahead\.so\.0' &&
 	fail "libdirahead-dev ships the runtime library"
 grep -qx "libdir=\${prefix}/lib/$MA" "$R/usr/lib/$MA/pkgconfig/dirahead.pc" || fail ".pc libdir is not multiarch"
 

@@ -72,7 +72,7 @@ info "metrics.c: $out"
 
 # Against a live daemon, when one can run here.
 if [ "$(id -u)" = 0 ] && [ -x "$BUILD/diraheadd" ] && [ -x "$BUILD/diraheadctl" ] &&
-   [ -r /sys/kernel/btf/vmlinux ] && "$BUILD/diraheadctl" --help 2>&1 | grep -qw metrics; then
+   [ -r /sys/kernel/btf/vmlinux ] && "$BUILD/diraheadctl" --help 2>&1 | qgrep -w metrics; then
 	. "$TOP/tests/lib/daemon.sh"
 	# the hooks from the start: the scan below is warm, it would not arm them
 	printf '[metrics]\naddress =\n[detect]\narm = always\n' >"$DAEMON_CONF"
@@ -82,7 +82,7 @@ if [ "$(id -u)" = 0 ] && [ -x "$BUILD/diraheadd" ] && [ -x "$BUILD/diraheadctl" 
 	# (again until one is judged: a slow build, or a busy machine, may see a warm ls -l end
 	# before the judgment)
 	make_files "$T/scan" 200
-	judged() { ls -l "$T/scan" >/dev/null; ctl stats | grep -q '^filesystems\.'; }
+	judged() { ls -l "$T/scan" >/dev/null; ctl stats | qgrep '^filesystems\.'; }
 	wait_for 20 judged
 	ctl metrics >"$T/live.txt" || fail "diraheadctl metrics failed"
 	# exported names: from "# TYPE name type" lines, plus histogram series names

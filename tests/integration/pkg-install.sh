@@ -35,7 +35,7 @@ $UNITDIR/dirahead.service 644
 EOF
 assert_eq "$(readlink "$R/usr/lib/libdirahead.so.0")" libdirahead.so.0.1.0 "soname link"
 assert_eq "$(readlink "$R/usr/lib/libdirahead.so")" libdirahead.so.0 "development link"
-readelf -d "$R/usr/lib/libdirahead.so.0.1.0" | grep -q 'SONAME.*\[libdirahead\.so\.0\]' ||
+readelf -d "$R/usr/lib/libdirahead.so.0.1.0" | qgrep 'SONAME.*\[libdirahead\.so\.0\]' ||
 	fail "SONAME of the library is not libdirahead.so.0"
 cmp -s "$R/etc/dirahead/dirahead.conf" "$TOP/packaging/dirahead.conf" || fail "dirahead.conf differs"
 grep -qx 'ExecStart=/usr/sbin/diraheadd' "$R$UNITDIR/dirahead.service" || fail "unit ExecStart="
@@ -43,7 +43,7 @@ grep -qx 'ExecStart=/usr/sbin/diraheadd' "$R$UNITDIR/dirahead.service" || fail "
 extra=$(cd "$R" && find . \( -type f -o -type l \) | sort | grep -vE \
 	'^\./(usr/sbin/dirahead(d|ctl)|usr/lib/libdirahead\.(so(\.0(\.1\.0)?)?|a)|usr/include/dirahead\.h|usr/lib/pkgconfig/dirahead\.pc|etc/dirahead/dirahead\.conf|usr/share/man/man[358]/.*|.*/systemd/system/dirahead\.service)$' || true)
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
-"$R/usr/sbin/diraheadd" --version | grep -q '0\.1\.0' || fail "installed diraheadd --version"
+"$R/usr/sbin/diraheadd" --version | qgrep '0\.1\.0' || fail "installed diraheadd --version"
 info "files, modes and links in place"
 
 # ---- the library as a user of the -dev files sees it ----------------------------------------
@@ -74,7 +74,7 @@ make_files "$T/dir" 300
 cc -Wall -Werror -o "$T/ex-shared" "$T/example.c" $cflags $libs 2>"$T/cc.log" ||
 	fail "the examples of dirreadahead(3) do not compile: $(cat "$T/cc.log")"
 out=$(LD_LIBRARY_PATH=$R/usr/lib timeout 30 "$T/ex-shared" "$T/dir" 2>&1) || fail "example (shared): $out"
-LD_LIBRARY_PATH=$R/usr/lib ldd "$T/ex-shared" | grep -q "libdirahead.so.0 => $R/usr/lib/" ||
+LD_LIBRARY_PATH=$R/usr/lib ldd "$T/ex-shared" | qgrep "libdirahead.so.0 => $R/usr/lib/" ||
 	fail "example not linked against the installed libdirahead.so.0"
 cc -Wall -Werror -o "$T/ex-static" "$T/example.c" $cflags "$R/usr/lib/libdirahead.a" \
 	$(echo "$static_libs" | sed 's/-ldirahead//') 2>"$T/cc.log" || fail "static link: $(cat "$T/cc.log")"

@@ -19,7 +19,7 @@ for p in "${pages[@]}"; do
 		out=$(groff -man -ww -z "$MAN/$p" 2>&1) || fail "groff $p: $out"
 		[ -z "$out" ] || fail "groff -ww $p: $out"
 	fi
-	head -n1 "$MAN/$p" | grep -q 'SPDX-License-Identifier' || fail "$p: no SPDX line first"
+	head -n1 "$MAN/$p" | qgrep 'SPDX-License-Identifier' || fail "$p: no SPDX line first"
 done
 info "all pages lint clean"
 

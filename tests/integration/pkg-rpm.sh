@@ -13,7 +13,7 @@ parsed=$(rpmspec -P "$SPEC" 2>&1) || fail "rpmspec -P: $parsed"
 assert_eq "$(rpmspec -q --qf '%{VERSION}\n' "$SPEC" 2>/dev/null | sort -u)" "$VERSION" "spec Version vs Makefile"
 for s in post preun postun; do
 	awk -v s="%$s" '$1 == s { on = 1; next } /^%/ { on = 0 } on' <<<"$parsed" |
-		grep -q 'dirahead\.service' || fail "%$s does not handle dirahead.service"
+		qgrep 'dirahead\.service' || fail "%$s does not handle dirahead.service"
 done
 grep -q '^%systemd_post dirahead.service' "$SPEC" && grep -q '^%systemd_preun dirahead.service' "$SPEC" &&
 	grep -q '^%systemd_postun_with_restart dirahead.service' "$SPEC" || fail "systemd scriptlet macros missing"
@@ -41,10 +41,10 @@ check_files "$libs" "$libdir/libdirahead.so.0" "$libdir/libdirahead.so.$VERSION"
 check_files "$devel" /usr/include/dirahead.h "$libdir/libdirahead.so" "$libdir/libdirahead.a" \
 	"$libdir/pkgconfig/dirahead.pc" /usr/share/man/man3/dirreadahead.3 \
 	/usr/share/man/man3/dirahead_xreaddir.3
-q --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$main" | grep -qx 'cn /etc/dirahead/dirahead.conf' ||
+q --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$main" | qgrep -x 'cn /etc/dirahead/dirahead.conf' ||
 	fail "dirahead.conf is not %config(noreplace)"
-q --scripts "$main" | grep -q 'dirahead.service' || fail "no systemd scriptlets in the rpm"
-q --provides "$libs" | grep -q 'libdirahead.so.0(DIRAHEAD_0.1)' || fail "libs does not provide the versioned soname"
-q --requires "$devel" | grep -q "dirahead-libs(.*) = $VERSION-1" || fail "devel does not require libs"
+q --scripts "$main" | qgrep 'dirahead.service' || fail "no systemd scriptlets in the rpm"
+q --provides "$libs" | qgrep 'libdirahead.so.0(DIRAHEAD_0.1)' || fail "libs does not provide the versioned soname"
+q --requires "$devel" | qgrep "dirahead-libs(.*) = $VERSION-1" || fail "devel does not require libs"
 info "rpm packages built with the expected files"
 echo "PASS"

@@ -42,7 +42,7 @@ chmod 0755 "$T/in" "$STAGE"
 make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$STAGE" PREFIX=/usr >"$T/install.log" 2>&1 ||
 	fail "make install: $(tail -n 20 "$T/install.log")"
 cp "$TOP/tests/nspawn/inside.sh" "$T/in/"
-readelf -d "$BUILD/diraheadd" | grep -q 'NEEDED.*libasan' && touch "$T/in/sanitized"
+readelf -d "$BUILD/diraheadd" | qgrep 'NEEDED.*libasan' && touch "$T/in/sanitized"
 
 # ---- the root -----------------------------------------------------------------------------------
 # The Debian packages of the libraries the binaries link (so a new dependency is picked up without

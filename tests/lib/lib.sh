@@ -58,6 +58,10 @@ wait_for() {
 	done
 }
 
+# qgrep ARGS...: grep -q that reads its input to the end.  Under pipefail, `producer | grep -q`
+# fails when grep exits at the first match and the producer, still writing, dies of SIGPIPE.
+qgrep() { grep "$@" >/dev/null; }
+
 # now_ms: monotonic-enough wall clock in milliseconds, for elapsed-time assertions.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
@@ -82,7 +86,7 @@ mkfs_isolated() {
 	unshare -m --propagation private bash -c '
 		awk "{ print \$5 }" /proc/self/mountinfo | sort -r | while read -r m; do
 			m=$(printf "%b" "$m")
-			timeout 2 stat -- "$m" 2>&1 >/dev/null | grep -q "not connected" &&
+			timeout 2 stat -- "$m" 2>&1 >/dev/null | grep "not connected" >/dev/null &&
 				umount -l -- "$m" 2>/dev/null
 		done
 		exec "$@"' mkfs_isolated "$@"

@@ -18,6 +18,7 @@ CONF=/etc/dirahead/dirahead.conf
 rec() { printf '%s=%s\n' "$1" "$2" >>"$R"; echo "inside: $1=$2"; }
 prop() { systemctl show -P "$1" dirahead.service; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+qgrep() { grep "$@" >/dev/null; } # grep -q that reads to the end (no SIGPIPE for the writer)
 # One value of `diraheadctl stats` (lines "key value"), empty when the daemon does not answer.
 stat_of() { diraheadctl stats 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }'; }
 # wait_until SECONDS CMD...: poll every 50 ms; false on timeout.
@@ -38,7 +39,7 @@ journal_since() {
 	journalctl -q --after-cursor="$1" -o cat --no-pager \
 		_SYSTEMD_UNIT=dirahead.service + UNIT=dirahead.service + SYSLOG_IDENTIFIER=diraheadd
 }
-journal_has() { journal_since "$1" | grep -qE "$2"; }
+journal_has() { journal_since "$1" | qgrep -E "$2"; }
 
 # ---- install, as a package would ---------------------------------------------------------------
 # tar keeps /lib, a symlink to usr/lib in a merged-/usr root, where cp -a would try to replace
