@@ -37,6 +37,9 @@ DEB_DEPS += tmux
 DEB_DEPS += mandoc debhelper lintian rpm
 # the unit under a real systemd (tests/integration/systemd-nspawn.sh): a Debian root, booted
 DEB_DEPS += debootstrap systemd-container
+# the container image (tests/integration/container-run.sh): podman builds and runs it, with runc (crun
+# refuses cgroup v1 hosts with a cgroup2 controller); the DaemonSet's YAML (pkg-container.sh)
+DEB_DEPS += podman runc python3-yaml
 # make bench (tests/bench/): the runner, its chart, the local-filesystem scenarios
 DEB_DEPS += gnuplot-nox
 # make bench's sshfs scenarios only (not make check: on a systemd host Debian's openssh-server
