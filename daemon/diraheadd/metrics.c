@@ -188,9 +188,12 @@ static void programs(FILE *f, struct daemon *d)
 }
 
 /* Time saved by filesystem type (dd_stats_saved): a counter per type, kept by the stats (not by
- * the cost model's entries, which go when evicted); the family is there before the first. */
+ * the cost model's entries, which go when evicted); no family before the first estimate (a family
+ * without samples is refused by strict parsers). */
 static void saved(FILE *f, const struct dd_stats *s)
 {
+	if (!s->saved_by[0].fstype)
+		return;
 	head(f, "dirahead_saved_seconds_total", "counter",
 	     "Program time saved by prefetch, estimated from the cost model's figures (cost per stat or listing without prefetch less with it, times the stats and listings made with it), by filesystem type: the scans and walks that saved time.");
 	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
