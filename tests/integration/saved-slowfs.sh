@@ -9,7 +9,8 @@
 #   moves single runs by 30%, the bench (tests/bench/bench.py) measures it side by side;
 # - the metrics page has dirahead_saved_seconds_total with the fstype label (fuse), and
 #   dirahead_daemon_cpu_seconds_total;
-# - the scan's end in `diraheadctl explain` says what it saved;
+# - the scan's end in `diraheadctl explain` says what it saved, and the periodic summary line
+#   (log_summary_s = 1 here) "saved programs X s over 1 scans, using Y s of CPU";
 # - a warm `ls -l` on tmpfs, where nothing is prefetched (its stats are fast), adds about
 #   nothing (under 10 ms either way): nothing is claimed that was not measured.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -20,7 +21,7 @@ N=3000
 for d in off on; do make_files "$T/back/$d" $N; done
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # only our ls: every daemon serves every process of the machine
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\narm = always\n' >"$DAEMON_CONF"
+printf '[daemon]\nlog_summary_s = 1\n[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\narm = always\n' >"$DAEMON_CONF"
 slowfs_mount "$T/back" "$T/mnt" --latency-us 400
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
@@ -71,6 +72,11 @@ info "explain: the scan's end says what it saved"
 E=$(ctl explain)
 grep -E 'ended' <<<"$E" || true
 grep -qE 'ended completed.*saved it about [0-9.]+ s' <<<"$E" || fail "no estimate in the scan's end: $E"
+
+info "the summary line"
+summarized() { grep -qE 'saved programs [0-9.]+ s over 1 scans, using [0-9.]+ s of CPU' "$DAEMON_LOG"; }
+wait_for 10 summarized
+grep -E 'saved programs' "$DAEMON_LOG"
 
 info "a warm ls -l on tmpfs: nothing prefetched, nothing claimed"
 mkdir -p "$T/tmpfs"
