@@ -170,6 +170,9 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/l
 # The cost model is pure bookkeeping: its unit test links policy.o alone.
 $(BUILD)/tests/unit/test_policy: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
+# ... and so does the time saved estimate's.
+$(BUILD)/tests/unit/test_saved: $(BUILD)/daemon/diraheadd/policy.o
+$(BUILD)/tests/unit/test_saved: CFLAGS += -Idaemon/diraheadd
 # Arming's decisions (arm.h) and the verdicts they read.
 $(BUILD)/tests/unit/test_arm: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_arm: CFLAGS += -Idaemon/diraheadd

@@ -74,6 +74,8 @@ static void add_fs(const struct pol_fs *f, void *ctx)
 				j = json_object_new_uint64(*(const unsigned *)at);
 			else if (r->kind == DD_FS_U64)
 				j = json_object_new_uint64(*(const uint64_t *)at);
+			else if (r->kind == DD_FS_SECONDS)
+				j = json_object_new_double(*(const double *)at);
 			else
 				j = json_object_new_double(*(const double *)at / 1e3);
 			json_object_object_add(o, r->field[k].json, j);
@@ -252,6 +254,8 @@ static void add_decision(const struct decision *dc, void *ctx)
 		json_object_object_add(n, "prefetched", json_object_new_uint64(x->prefetched));
 		json_object_object_add(n, "hits", json_object_new_uint64(x->hits));
 		json_object_object_add(n, "misses", json_object_new_uint64(x->misses));
+		if (x->has_saved)
+			json_object_object_add(n, "saved_seconds", json_object_new_double(x->saved_s));
 	}
 	json_object_object_add(o, "numbers", n);
 	json_object_array_add(ctx, o);

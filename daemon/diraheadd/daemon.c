@@ -195,6 +195,7 @@ static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 	char line[768];
+	d->stats.cpu_s = dd_process_cpu_s(); /* what the period's help cost */
 	bool moved = dd_stats_summary(&d->stats, &d->summary_prev, line, sizeof(line)) > 0;
 	if (moved)
 		log_info("last %u s: %s; %u scans and %u walks running", d->cfg.log_summary_s, line,
@@ -215,6 +216,8 @@ static void summary_kick(struct daemon *d)
 	if (!d->cfg.log_summary_s || sd_event_source_get_enabled(d->summary_src, &on) < 0 || on != SD_EVENT_OFF)
 		return;
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	/* a period of activity starts: its CPU counts from here, not from the idle time before */
+	d->summary_prev.cpu_s = dd_process_cpu_s();
 	sd_event_source_set_time(d->summary_src, now + d->cfg.log_summary_s * 1000000ull);
 	sd_event_source_set_enabled(d->summary_src, SD_EVENT_ONESHOT);
 }

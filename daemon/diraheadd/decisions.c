@@ -87,6 +87,13 @@ static void render_dry_run(struct out *o, const struct dec_nums *n)
 	put_estimate(o, n);
 }
 
+/* "; saved it about 1.2 s" where an estimate stands behind it (policy_saved_scan_s). */
+static void put_saved(struct out *o, const struct dec_nums *n)
+{
+	if (n->has_saved)
+		put(o, "; saved it about %.3f s", n->saved_s);
+}
+
 static void render_scan_end(struct out *o, const struct decision *d)
 {
 	const struct dec_nums *n = &d->n;
@@ -97,6 +104,7 @@ static void render_scan_end(struct out *o, const struct decision *d)
 		put(o, ": %.1fx after %llu stats, %.1fx needed (%s a stat on its own, %s with prefetch)",
 		    n->cost_ns / with, (unsigned long long)n->stats, n->min_gain,
 		    dur(a, sizeof(a), n->cost_ns), dur(b, sizeof(b), n->with_ns));
+		put_saved(o, n);
 		return;
 	}
 	put(o, ": %llu prefetched, %llu hits, %llu misses over %llu stats",
@@ -105,6 +113,7 @@ static void render_scan_end(struct out *o, const struct decision *d)
 	if (n->cost_ns > 0 && n->with_ns >= 0)
 		put(o, " (%s a stat on its own, %s with prefetch)", dur(a, sizeof(a), n->cost_ns),
 		    dur(b, sizeof(b), n->with_ns));
+	put_saved(o, n);
 }
 
 static void render_walk(struct out *o, const struct decision *d)
@@ -125,6 +134,7 @@ static void render_walk(struct out *o, const struct decision *d)
 	put(o, "%s%llu directories listed by it, %llu entries prefetched",
 	    n->cost_ns > 0 && n->with_ns >= 0 ? "; " : ": ", (unsigned long long)n->stats,
 	    (unsigned long long)n->prefetched);
+	put_saved(o, n);
 }
 
 void decisions_render(struct decision *d)

@@ -33,6 +33,8 @@ struct dec_nums {
 	uint64_t prefetched, hits, misses;
 	bool probed;         /* the start rule probed it first */
 	bool dry_run;        /* nothing was fetched: what it would have done */
+	bool has_saved;      /* ended: saved_s is the estimate of the time it saved the program */
+	double saved_s;      /* (policy_saved_scan_s, _walk_s) */
 };
 #define DEC_NUMS_INIT { .cost_ns = -1, .with_ns = -1, .entry_ns = -1, .threshold_ns = -1, \
 			.reprobe_s = -1 }

@@ -56,6 +56,8 @@ static void fs_line(const struct pol_fs *fs, void *ctx)
 			fprintf(c->f, "} %u\n", *(const unsigned *)at);
 		else if (r->kind == DD_FS_U64)
 			fprintf(c->f, "} %llu\n", (unsigned long long)*(const uint64_t *)at);
+		else if (r->kind == DD_FS_SECONDS)
+			fprintf(c->f, "} %.9f\n", *(const double *)at);
 		else
 			fprintf(c->f, "} %.9f\n", *(const double *)at / 1e9);
 	}
@@ -185,6 +187,25 @@ static void programs(FILE *f, struct daemon *d)
 			(double)ps[i].run_time_ns / 1e9);
 }
 
+/* Time saved by filesystem type (dd_stats_saved): a counter per type, kept by the stats (not by
+ * the cost model's entries, which go when evicted); no family before the first estimate (a family
+ * without samples is refused by strict parsers). */
+static void saved(FILE *f, const struct dd_stats *s)
+{
+	if (!s->saved_by[0].fstype)
+		return;
+	head(f, "dirahead_saved_seconds_total", "counter",
+	     "Program time saved by prefetch, estimated from the cost model's figures (cost per stat or listing without prefetch less with it, times the stats and listings made with it), by filesystem type: the scans and walks that saved time.");
+	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
+		fprintf(f, "dirahead_saved_seconds_total{fstype=\"%s\"} %.6f\n", s->saved_by[i].fstype,
+			s->saved_by[i].gained);
+	head(f, "dirahead_lost_seconds_total", "counter",
+	     "Program time prefetch cost, estimated like dirahead_saved_seconds_total, by filesystem type: the scans and walks that were slower with it (net saved = saved - lost).");
+	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
+		fprintf(f, "dirahead_lost_seconds_total{fstype=\"%s\"} %.6f\n", s->saved_by[i].fstype,
+			s->saved_by[i].lost);
+}
+
 static void hook(FILE *f, struct daemon *d, const struct dd_stats_view *v, enum dd_stat_hook h)
 {
 	switch (h) {
@@ -205,6 +226,9 @@ static void hook(FILE *f, struct daemon *d, const struct dd_stats_view *v, enum 
 		break;
 	case DD_STAT_HOOK_PROGRAMS:
 		programs(f, d);
+		break;
+	case DD_STAT_HOOK_SAVED:
+		saved(f, &v->s);
 		break;
 	}
 }

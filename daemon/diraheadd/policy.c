@@ -424,6 +424,51 @@ enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahe
 	return l->verdict;
 }
 
+/* n uses, each (before - after) ns: seconds; false without both figures (before > 0,
+ * after >= 0). */
+static bool saved_s(double before_ns, double after_ns, uint64_t n, double *s)
+{
+	if (!(before_ns > 0) || !(after_ns >= 0))
+		return false;
+	*s += (before_ns - after_ns) * (double)n / 1e9;
+	return true;
+}
+
+double policy_saved_scan_s(const struct pol_fs *fs, double judged_before_ns,
+			   double judged_after_ns, uint64_t used, bool *measured)
+{
+	double s = 0;
+	bool m;
+	if (judged_before_ns > 0 && judged_after_ns >= 0)
+		m = saved_s(judged_before_ns, judged_after_ns, used, &s);
+	else /* remembered figures, only where both sides were judged there (after_ns is set by a
+	      * judgment alone; a fast probe sets before_ns only) */
+		m = fs && fs->after_ns > 0 && saved_s(fs->before_ns, fs->after_ns, used, &s);
+	if (measured)
+		*measured = m;
+	return s; /* nothing judged: 0, nothing claimed */
+}
+
+double policy_saved_walk_s(const struct pol_fs *fs, uint64_t listed_ahead, uint64_t entries_used,
+			   bool *measured)
+{
+	double s = 0;
+	bool m = false;
+	if (fs) {
+		const struct pol_list *l = &fs->list;
+		/* the reference the pay-off rule of listings uses: the program's own listings, else
+		 * the daemon's first getdents of a directory (the program times its open to that) */
+		double own = l->own_ns > 0 ? l->own_ns : l->first_ns;
+		if (l->ahead_ns > 0)
+			m = saved_s(own, l->ahead_ns, listed_ahead, &s);
+		if (fs->after_ns > 0 && entries_used)
+			m = saved_s(fs->before_ns, fs->after_ns, entries_used, &s) || m;
+	}
+	if (measured)
+		*measured = m;
+	return s;
+}
+
 void policy_fs_hung(struct pol_fs *fs, uint64_t now)
 {
 	if (fs->hung_until <= now)

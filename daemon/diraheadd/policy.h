@@ -73,6 +73,7 @@ struct pol_fs {
 	uint64_t stall_since;      /* a request has been outstanding long since then (0: none) */
 	uint64_t hung;             /* times the breaker opened */
 	uint64_t last_ns;          /* last use, for eviction */
+	double saved_s;            /* program time its scans and walks saved (dd_stats_saved) */
 	/* Tree-ahead's listings (walk.c): does listing a directory before the program pay here? */
 	struct pol_list {
 		enum pol_verdict verdict; /* PAYS; NO_GAIN: the program's listings are no faster for
@@ -215,6 +216,32 @@ uint32_t policy_fsinfo(const struct policy *p, uint32_t dev_major, uint32_t dev_
 void policy_foreach(struct policy *p, void (*fn)(const struct pol_fs *, void *), void *ctx);
 /* The measured CPU per prefetched entry (all filesystems), or the configured prior. */
 double policy_entry_cost_ns(const struct policy *p);
+
+/*
+ * Time saved (issue 25): the program time prefetch saved, estimated from the cost model's own
+ * figures, never claimed beyond them.  Pure: figures in, seconds out.
+ *
+ * policy_saved_scan_s(): a scan's program made `used` stats while prefetched (hits and late:
+ * the entry fetched or in flight); each saved what a stat cost it without prefetch less what it
+ * cost with.  The figures are the scan's own last pay-off judgment where it had one
+ * (judged_before_ns > 0, judged_after_ns >= 0: the probe or the control stretch against the
+ * stretch with prefetch), else the filesystem's remembered ones (before_ns, after_ns: earlier
+ * scans' judgments), else there are none and it saved 0: nothing is claimed that was not
+ * measured.  Negative where the figures say prefetch cost the program time (a no_gain scan):
+ * an honest estimate, counted as such.
+ *
+ * policy_saved_walk_s(): a walk listed `listed_ahead` directories before its program did; each
+ * saved the program's listing of a directory on its own (its own first listings, else the
+ * daemon's first getdents) less its listing of one listed ahead (list.own_ns or list.first_ns,
+ * list.ahead_ns).  Its `entries_used` prefetched entries in directories the program listed
+ * count as stats with the filesystem's remembered figures (a walk's directories are never a
+ * scan's: those are skipped as walked).  0 for what has no figures.
+ */
+/* *measured (may be NULL): whether any figures stood behind the estimate. */
+double policy_saved_scan_s(const struct pol_fs *fs, double judged_before_ns,
+			   double judged_after_ns, uint64_t used, bool *measured);
+double policy_saved_walk_s(const struct pol_fs *fs, uint64_t listed_ahead, uint64_t entries_used,
+			   bool *measured);
 
 /*
  * Memory across restarts (persist.h).  A filesystem's judgment in a form that outlives the

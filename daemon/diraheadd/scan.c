@@ -14,6 +14,7 @@
 #include "decisions.h"
 #include "detector.h"
 #include "dirahead.h"
+#include "fsmagic.h"
 #include "gate.h"
 #include "judge.h"
 #include "host.h"
@@ -193,7 +194,19 @@ static void free_scan(struct scan *s)
 	update_timer(m);
 }
 
-static void log_end(struct scan *s, enum dd_end_reason why)
+/* The scan ended having saved its program *saved seconds (estimated, policy_saved_scan_s):
+ * booked once, here.  false: no figures stood behind an estimate (nothing was judged). */
+static bool book_saved(struct scan *s, double *saved)
+{
+	struct pol_fs *fs = scan_fs(s);
+	bool measured;
+	*saved = policy_saved_scan_s(fs, s->judged_before_ns, s->judged_after_ns, s->hits + s->late,
+				     &measured);
+	dd_stats_saved(s->mgr->st, fs, fsmagic_name(s->magic), *saved, measured, false);
+	return measured;
+}
+
+static void log_end(struct scan *s, enum dd_end_reason why, double saved, bool measured)
 {
 	char f_pid[32], f_comm[48], f_dir[DIRAHEAD_PATH_LEN + 16], f_n[48], f_out[64];
 	const char *fields[] = { f_pid, f_comm, f_dir, f_n, f_out, NULL };
@@ -204,14 +217,15 @@ static void log_end(struct scan *s, enum dd_end_reason why)
 	snprintf(f_out, sizeof(f_out), "DIRAHEAD_OUTCOME=%s", dd_end_reason_names[why]);
 	log_fields(LOG_DEBUG, fields,
 		   "scan end: pid %u (%s) %s: %s, %llu prefetched, %llu errors, %llu hits, %llu misses, "
-		   "%.3f s",
+		   "%.3f s, saved %s%.3f s",
 		   s->tgid, s->comm, s->path, dd_end_reason_names[why],
 		   (unsigned long long)s->completed, (unsigned long long)s->failed,
 		   (unsigned long long)s->hits, (unsigned long long)s->misses,
-		   (double)(mono_ns() - s->start_ns) / 1e9);
+		   (double)(mono_ns() - s->start_ns) / 1e9, measured ? "~" : "(unjudged) ", saved);
 	struct dec_nums n = { .cost_ns = s->judged_before_ns, .with_ns = s->judged_after_ns,
 			      .min_gain = s->mgr->cfg.min_gain, .stats = s->stats_seen - s->stats0,
-			      .prefetched = s->completed, .hits = s->hits, .misses = s->misses };
+			      .prefetched = s->completed, .hits = s->hits, .misses = s->misses,
+			      .has_saved = measured, .saved_s = saved };
 	decisions_add(DEC_ENDED, DEC_SCAN, s->tgid, s->comm, s->path, dd_end_reason_names[why], &n);
 }
 
@@ -231,7 +245,9 @@ static void end_scan(struct scan *s, enum dd_end_reason why)
 	}
 	s->end_reason = why;
 	m->st->scans_ended[why]++;
-	log_end(s, why);
+	double saved;
+	bool measured = book_saved(s, &saved);
+	log_end(s, why, saved, measured);
 	uint64_t used = s->hits + s->late, ok = s->completed - s->failed;
 	m->st->entries_wasted += ok > used ? ok - used : 0;
 	if (why == DD_END_NO_GAIN) {

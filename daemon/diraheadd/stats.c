@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
 
 #include "policy.h"
 
@@ -154,6 +156,16 @@ const struct dd_stat_row dd_stat_rows[] = {
 	{ .shape = DD_STAT_VALUE, .json = "entry_cost_us", .metric = "dirahead_entry_cost_seconds",
 	  .type = "gauge", .f64 = true, .off = V(entry_cost_s), .json_off = V(entry_cost_us),
 	  .help = "The daemon's CPU time per prefetched entry (measured; the configured prior until then)." },
+	/* time saved, and what it cost: the metric by filesystem type (a hook), the JSON's total */
+	{ .shape = DD_STAT_VALUE, .json = "saved_seconds", .f64 = true, .off = S(saved_s),
+	  .json_off = S(saved_s) },
+	JSON_ONLY("saved_scans", S(saved_scans)),
+	JSON_ONLY("saved_walks", S(saved_walks)),
+	HOOK(DD_STAT_HOOK_SAVED),
+	{ .shape = DD_STAT_VALUE, .json = "daemon_cpu_seconds",
+	  .metric = "dirahead_daemon_cpu_seconds_total", .type = "counter", .f64 = true,
+	  .off = S(cpu_s), .json_off = S(cpu_s),
+	  .help = "CPU time of the daemon process (every thread, user and system; not its BPF programs', counted in the programs they run in)." },
 	HOOK(DD_STAT_HOOK_ARM),
 	HOOK(DD_STAT_HOOK_FILESYSTEMS),
 	HOOK(DD_STAT_HOOK_PROGRAMS),
@@ -192,6 +204,9 @@ const struct dd_fs_row dd_fs_rows[] = {
 		  { "list_us_daemon_cpu", "daemon_cpu", FS(list.cpu_ns) },
 		  { "list_us_ahead", "program_ahead", FS(list.ahead_ns) },
 		  { "list_us_own", "program_own", FS(list.own_ns) } } },
+	/* by filesystem type in the metric (dirahead_saved_seconds_total): an entry here goes
+	 * when evicted or remounted, a counter must not */
+	{ DD_FS_SECONDS, NULL, NULL, NULL, NULL, { { "saved_seconds", NULL, FS(saved_s) } } },
 };
 const size_t dd_fs_nrows = sizeof(dd_fs_rows) / sizeof(dd_fs_rows[0]);
 
@@ -228,6 +243,41 @@ void dd_stats_latency(struct dd_stats *s, uint64_t ns)
 	s->lat_bucket[i]++;
 	s->lat_count++;
 	s->lat_sum_s += v;
+}
+
+void dd_stats_saved(struct dd_stats *st, struct pol_fs *fs, const char *type, double s,
+		    bool had_figures, bool walk)
+{
+	if (!had_figures)
+		return; /* nothing measured, nothing claimed (s is 0) */
+	if (walk)
+		st->saved_walks++;
+	else
+		st->saved_scans++;
+	st->saved_s += s;
+	if (fs)
+		fs->saved_s += s;
+	if (!type)
+		type = "unknown";
+	int i = 0;
+	while (i < DD_SAVED_TYPES - 1 && st->saved_by[i].fstype && strcmp(st->saved_by[i].fstype, type))
+		i++;
+	if (i == DD_SAVED_TYPES - 1 && (!st->saved_by[i].fstype || strcmp(st->saved_by[i].fstype, type)))
+		type = "other"; /* the last slot takes whatever finds no room */
+	st->saved_by[i].fstype = type;
+	if (s >= 0)
+		st->saved_by[i].gained += s;
+	else
+		st->saved_by[i].lost -= s;
+}
+
+double dd_process_cpu_s(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 struct out {
@@ -300,5 +350,13 @@ size_t dd_stats_summary(const struct dd_stats *now, const struct dd_stats *prev,
 	    (unsigned long long)(now->hits - prev->hits), (unsigned long long)(now->misses - prev->misses));
 	if (d_err)
 		put_reasons(&o, "errors", now->errors, prev->errors, dd_err_class_names, DD_ERR_MAX);
+	uint64_t d_scans = now->saved_scans - prev->saved_scans, d_walks = now->saved_walks - prev->saved_walks;
+	if (d_scans || d_walks) {
+		put(&o, "; saved programs %.1f s over %llu scans", now->saved_s - prev->saved_s,
+		    (unsigned long long)d_scans);
+		if (d_walks)
+			put(&o, " and %llu walks", (unsigned long long)d_walks);
+		put(&o, ", using %.1f s of CPU", now->cpu_s - prev->cpu_s);
+	}
 	return o.pos;
 }

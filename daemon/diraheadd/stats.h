@@ -96,6 +96,8 @@ static inline enum dd_skip_reason dd_skip_of_opener(int r)
 enum dd_err_class { DD_ERR_ENOENT, DD_ERR_EACCES, DD_ERR_EIO, DD_ERR_OTHER, DD_ERR_MAX };
 
 #define DD_LAT_BUCKETS 12
+/* Filesystem types time saved is kept for; more go to the last, "other". */
+#define DD_SAVED_TYPES 12
 
 struct dd_stats {
 	uint64_t scans_confirmed;        /* SCAN events received */
@@ -133,6 +135,17 @@ struct dd_stats {
 	uint64_t lat_bucket[DD_LAT_BUCKETS + 1];
 	uint64_t lat_count;
 	double lat_sum_s;
+	/* Time saved (dd_stats_saved, policy_saved_*): the programs' seconds, estimated, net in
+	 * total; by filesystem type what scans and walks saved and, apart, what those that cost
+	 * their program time lost (metrics are counters: they never go down); the scans and walks
+	 * that had figures for an estimate. */
+	double saved_s;
+	uint64_t saved_scans, saved_walks;
+	struct dd_saved_type {
+		const char *fstype;      /* fsmagic_name(), "unknown"; NULL: a free slot */
+		double gained, lost;     /* sums of the positive estimates, of the negative ones' size */
+	} saved_by[DD_SAVED_TYPES];
+	double cpu_s;                    /* the daemon's CPU time (dd_process_cpu_s) when read */
 };
 
 extern const double dd_latency_bounds[DD_LAT_BUCKETS];
@@ -176,6 +189,7 @@ enum dd_stat_hook {
 	DD_STAT_HOOK_ARM,
 	DD_STAT_HOOK_FILESYSTEMS,
 	DD_STAT_HOOK_PROGRAMS,
+	DD_STAT_HOOK_SAVED,       /* time saved by filesystem type */
 };
 
 #define DD_STAT_PARTS_MAX 5
@@ -228,6 +242,7 @@ enum dd_fs_kind {
 	DD_FS_UINT,    /* unsigned */
 	DD_FS_U64,     /* uint64_t */
 	DD_FS_NS,      /* double, nanoseconds: microseconds in the JSON, seconds in the metric */
+	DD_FS_SECONDS, /* double, seconds in both */
 };
 
 struct dd_fs_field {
@@ -246,6 +261,16 @@ struct dd_fs_row {
 
 extern const struct dd_fs_row dd_fs_rows[];
 extern const size_t dd_fs_nrows;
+
+/* A scan or walk (walk: true) ended having saved its program s seconds (policy_saved_scan_s,
+ * _walk_s) on fs (its saved_s too; NULL: none known) of type `fstype` (fsmagic_name(); NULL:
+ * "unknown"); had_figures: the estimate rests on measured figures (without, s is 0 and nothing
+ * is booked, not even the scan).  The one place time saved is booked. */
+struct pol_fs;
+void dd_stats_saved(struct dd_stats *st, struct pol_fs *fs, const char *fstype, double s,
+		    bool had_figures, bool walk);
+/* The daemon process's CPU time so far, user and system, every thread: seconds. */
+double dd_process_cpu_s(void);
 
 /* What the scans did between two snapshots of the counters, as one line for the log (no path, no
  * PID): scans confirmed, started, ended and skipped (with their reasons), walks, entries,

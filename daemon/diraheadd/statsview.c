@@ -14,6 +14,7 @@ void statsview_read(struct daemon *d, struct dd_stats_view *v)
 	struct detector_counters dc = { 0 };
 	memset(v, 0, sizeof(*v));
 	v->s = d->stats;
+	v->s.cpu_s = dd_process_cpu_s();
 	detector_counters(d->det, &dc);
 	_Static_assert(sizeof(v->det) == sizeof(dc.v), "one counter each");
 	memcpy(v->det, dc.v, sizeof(v->det));

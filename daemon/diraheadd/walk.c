@@ -14,6 +14,7 @@
 
 #include "decisions.h"
 #include "detector.h"
+#include "fsmagic.h"
 #include "host.h"
 #include "log.h"
 #include "monoclock.h"
@@ -67,6 +68,9 @@ struct walk {
 	unsigned open, dirs_ahead;
 	unsigned window;            /* directories ahead allowed now: narrows on skips, AIMD */
 	uint64_t entries_ahead, entries, visited;
+	/* for the time saved (policy_saved_walk_s): directories the program listed after the walk
+	 * had listed them whole, entries fetched in directories it listed */
+	uint64_t listed_ahead, entries_used;
 	unsigned votes_readdir, votes_name;
 	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
 	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
@@ -182,13 +186,19 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 			w->up_fd[i] = -1;
 		}
 	detector_walker_clear(m->det, w->tgid);
+	/* the time it saved its program, booked once, here */
+	bool measured;
+	double saved = policy_saved_walk_s(walk_fs(w), w->listed_ahead, w->entries_used, &measured);
+	dd_stats_saved(m->st, walk_fs(w), fsmagic_name(w->magic), saved, measured, true);
 	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
-		 "prefetched, %.3f s", w->tgid, w->comm, w->path, dd_end_reason_names[why],
-		 (unsigned long long)w->visited, (unsigned long long)w->entries,
-		 (double)(mono_ns() - w->start_ns) / 1e9);
+		 "prefetched, %.3f s, saved %s%.3f s", w->tgid, w->comm, w->path,
+		 dd_end_reason_names[why], (unsigned long long)w->visited,
+		 (unsigned long long)w->entries, (double)(mono_ns() - w->start_ns) / 1e9,
+		 measured ? "~" : "(unjudged) ", saved);
 	struct dec_nums dn = { .cost_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.own_ns : -1,
 			       .with_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.ahead_ns : -1,
-			       .stats = w->visited, .prefetched = w->entries };
+			       .stats = w->visited, .prefetched = w->entries,
+			       .has_saved = measured, .saved_s = saved };
 	decisions_add(DEC_ENDED, DEC_WALK, w->tgid, w->comm, w->path, dd_end_reason_names[why], &dn);
 	if (w->root)
 		drop_subtree(w, w->root);
@@ -300,8 +310,10 @@ static void visit(struct walk *w, struct wnode *n)
 		struct dirahead_dir_info info = { 0 };
 		if (n->dir)
 			dirahead_dir_get_info(n->dir, &info);
-		if (n->state == WN_DONE || info.eof)
+		if (n->state == WN_DONE || info.eof) {
 			w->last_listed_ahead = 1;
+			w->listed_ahead++;
+		}
 	}
 	if (n->ahead) {
 		n->ahead = false;
@@ -309,6 +321,7 @@ static void visit(struct walk *w, struct wnode *n)
 		w->entries_ahead -= n->completed;
 		m->st->walk_dirs_ahead++;
 		m->st->walk_entries_used += n->completed;
+		w->entries_used += n->completed;
 		if (w->window < m->cfg.walk_ahead_dirs)
 			w->window++;
 	} else if (n->state == WN_NEW) {
@@ -383,8 +396,10 @@ static void walk_on_complete(const struct dirahead_completion *c)
 		w->entries++;
 		if (n->ahead)
 			w->entries_ahead++;
-		else if (n->visited)
+		else if (n->visited) {
 			m->st->walk_entries_used++;
+			w->entries_used++;
+		}
 	}
 	if (n->zombie || w->life == WALK_ENDED || !c->stx || !S_ISDIR(c->stx->stx_mode))
 		return;

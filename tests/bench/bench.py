@@ -1436,8 +1436,10 @@ class Bench:
                 self.dlog.mark()
                 self.cell_pids = set()
                 self.run_cell(s, tool, ["daemon"], warmup=False)
+                self.daemon.wait_quiet(self.pids)  # the last run's scans end and are booked
                 st1 = self.daemon.stats()
                 self.cell(s, tool)["daemon_stats"] = self.stats_delta(st0, st1)
+                log_saved(self.cell(s, tool))
             self.rss[s["id"]] = self.daemon.status_kib("VmHWM")
             self.cpu[s["id"]] = self.daemon.cpu_seconds() - cpu0
         if self.slowfs:
@@ -1522,6 +1524,7 @@ class Bench:
                 d["hit_ratio"] = d.get("hits", 0) / judged if judged else None
                 d["late_ratio"] = d.get("late", 0) / judged if judged else None
                 self.cell(s, tool)["daemon_stats"] = d
+                log_saved(self.cell(s, tool))
         self.record_fstatat(fxs)
         log(f"  fstatat loops and ping-pong: {self.fstat_arms.get('arms', 0)} arms, "
             f"{self.fstat_arms.get('armed_seconds', 0):.1f} s armed")
@@ -1533,6 +1536,9 @@ class Bench:
               "walks_started", "walks_list_only", "walk_dirs_opened", "walk_dirs_ahead",
               "walk_dirs_late", "walk_entries_used", "arms", "armed_seconds")}
         d["errors"] = sum(b.get("errors", {}).values()) - sum(a.get("errors", {}).values())
+        # the daemon's own estimate of the program time it saved (issue 25 item 1), and its CPU
+        for k in ("saved_seconds", "daemon_cpu_seconds"):
+            d[k] = float(b.get(k, 0)) - float(a.get(k, 0))
         judged = d["hits"] + d["late"] + d["misses"]
         d["hit_ratio"] = d["hits"] / judged if judged else None
         d["late_ratio"] = d["late"] / judged if judged else None
@@ -1599,6 +1605,37 @@ def other_daemons(mine=None):
 
 # ---------------------------------------------------------------------------------------------
 # results: ratios, targets, tables, JSON, chart
+
+def saved_compare(c):
+    """The daemon's estimate of the program time it saved per run (its saved_seconds over the
+    cell's daemon runs, divided by their number) and the time measured saved (off median -
+    daemon median; None without off runs).  None where the cell has no daemon runs."""
+    m, ds = c["modes"], c.get("daemon_stats", {})
+    if "daemon" not in m or "saved_seconds" not in ds or not m["daemon"]["n"]:
+        return None
+    est = ds["saved_seconds"] / m["daemon"]["n"]
+    meas = m["off"]["median"] - m["daemon"]["median"] if "off" in m else None
+    return est, meas
+
+
+def fmt_saved(c):
+    sc = saved_compare(c)
+    if sc is None:
+        return ""
+    est, meas = sc
+    if meas is None:
+        return f"{est:.3f} / "
+    # the share only where the measured saving stands out of a run's noise
+    share = f" ({est / meas:.0%})" if abs(meas) >= 0.05 else ""
+    return f"{est:.3f} / {meas:.3f}{share}"
+
+
+def log_saved(c):
+    sc = saved_compare(c)
+    if sc is not None:
+        log(f"  {c['scenario']:34} {LABEL[c['workload']]:18} saved    est. {sc[0]:8.3f} s a run, "
+            f"measured {'-' if sc[1] is None else format(sc[1], '.3f')} s (off - daemon medians), "
+            f"daemon CPU {c['daemon_stats'].get('daemon_cpu_seconds', 0) / c['modes']['daemon']['n']:.3f} s a run")
 
 def ratios(c):
     m = c["modes"]
@@ -1761,6 +1798,23 @@ def targets(b):
         if cand:
             add(f"no harm, {name}: every daemon cell >= 0.97x of off",
                 all(c["ratios"]["off_daemon"] >= 0.97 for c in cand), speedup_detail(cand))
+    # 5b'. time saved (issue 25 item 1): the daemon's estimate within 35% of the measured saving
+    # where it clearly saved (slow filesystems), and about zero where nothing was prefetched
+    cand = find(lambda c: c["fs"] in ("slowfs", "sshfs", "slowblk") and saved_compare(c)
+                and saved_compare(c)[1] is not None and saved_compare(c)[1] >= 0.1)
+    if cand:
+        off = [c for c in cand if abs(saved_compare(c)[0] / saved_compare(c)[1] - 1) > 0.35]
+        add("time saved: estimate within ±35% of measured (off - daemon) on slowfs, sshfs and "
+            "slow-volume cells that saved >= 0.1 s", not off,
+            f"{len(cand) - len(off)} of {len(cand)} cells within; median estimate/measured "
+            f"{statistics.median(saved_compare(c)[0] / saved_compare(c)[1] for c in cand):.0%}"
+            + (f"; furthest {max(off, key=lambda c: abs(saved_compare(c)[0] / saved_compare(c)[1] - 1))['scenario']}"
+               if off else ""))
+    cand = find(lambda c: saved_compare(c) and not c.get("daemon_stats", {}).get("entries_prefetched"))
+    if cand:
+        worst = max(abs(saved_compare(c)[0]) for c in cand)
+        add("time saved: about zero (< 10 ms a run) where nothing was prefetched", worst < 0.01,
+            f"{len(cand)} cells, largest |estimate| {worst * 1000:.1f} ms a run")
     # 5c. wasted prefetches over the whole run
     ds = [c["daemon_stats"] for c in cells if "daemon_stats" in c]
     if ds:
@@ -1823,6 +1877,9 @@ def markdown(b, T, meta):
              "of other processes meanwhile count too). walk dirs: directories the program listed "
              "after a walk (tree-ahead) had listed them / directories walks listed (L: walks that "
              "listed only, fetching no file). "
+             "saved est./measured: the daemon's estimate of the time it saved a run (its "
+             "saved_seconds over the cell's daemon runs / runs) / the time measured saved (off - "
+             "daemon medians), with the estimate's share of it where that is >= 0.05 s. "
              "app lookups (slowfs only): LOOKUPs the tool itself sent, median per run (off sends "
              "them all). sshfs cells: the mount, the tools and explicit run as the unprivileged user "
              "dirahead-bench (the daemon runs as root, which a mount without allow_other refuses). "
@@ -1839,8 +1896,9 @@ def markdown(b, T, meta):
     L.append("## Cells")
     L.append("")
     L.append("| scenario | workload | runs | off | explicit | daemon | off/daemon | off/explicit | "
-             "of expl. | prefetched | hit % | late % | wasted | walk dirs | app lookups off / daemon |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+             "of expl. | prefetched | hit % | late % | wasted | walk dirs | saved est./measured | "
+             "app lookups off / daemon |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in b.cells.values():
         m, r, ds = c["modes"], c["ratios"], c.get("daemon_stats", {})
         ours = ds.get("entries_prefetched", "")
@@ -1855,7 +1913,7 @@ def markdown(b, T, meta):
                  f"{'' if r.get('fraction_of_explicit') is None else format(r['fraction_of_explicit'], '.0%')} | "
                  f"{ours} | {'' if hr is None else format(hr, '.0%')} | "
                  f"{'' if lr is None else format(lr, '.0%')} | "
-                 f"{ds.get('wasted', '')} | {walk_dirs(ds)} | {lk} |")
+                 f"{ds.get('wasted', '')} | {walk_dirs(ds)} | {fmt_saved(c)} | {lk} |")
     L.append("")
     L.append("## Per-call overhead (fstatat on 1,000 cached files, 1,000,000 calls; pipe ping-pong)")
     L.append("")
@@ -1945,6 +2003,9 @@ def git_commit():
 def report(b, args, started):
     for c in b.cells.values():
         c["ratios"] = ratios(c)
+        sc = saved_compare(c)
+        if sc:
+            c["saved"] = {"estimate_s_per_run": sc[0], "measured_s": sc[1]}
     T = targets(b)
     meta = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"), "kernel": platform.release(),

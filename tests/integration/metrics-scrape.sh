@@ -249,13 +249,16 @@ scrape "$T/m3"
 check after "$T/m3"
 
 # Families: the same in every scrape, and from diraheadctl metrics; except the per-filesystem
-# ones (dirahead_filesystem_*), which appear with the first filesystem the cost model judged
-# (a family without samples is not valid exposition text).
+# ones (dirahead_filesystem_*), which appear with the first filesystem the cost model judged,
+# and the time saved by filesystem type (dirahead_{saved,lost}_seconds_total), with the first
+# scan that had figures for an estimate (a family without samples is not valid exposition text).
 ctl metrics >"$T/ctl"
 check diraheadctl "$T/ctl"
 grep -q '^dirahead_filesystem_verdict ' "$T/m3.families" ||
 	fail "no per-filesystem families after scans: $(cat "$T/m3.families")"
-for f in m1 m2 m3 ctl; do grep -v '^dirahead_filesystem_' "$T/$f.families" >"$T/$f.fam"; done
+for f in m1 m2 m3 ctl; do
+	grep -vE '^dirahead_(filesystem_|saved_seconds_total |lost_seconds_total )' "$T/$f.families" >"$T/$f.fam"
+done
 for f in m2 m3 ctl; do
 	cmp -s "$T/m1.fam" "$T/$f.fam" ||
 		fail "families differ between m1 and $f: $(diff "$T/m1.fam" "$T/$f.fam")"
@@ -290,8 +293,10 @@ def monotonic(series):
         if kind == "histogram" and base in (name + "_bucket", name + "_count", name + "_sum"):
             return True
     return False
-# per-filesystem series appear as filesystems are judged: once there, they stay
-perfs = lambda ks: set(k for k in ks if not k.startswith("dirahead_filesystem_"))
+# per-filesystem series appear as filesystems are judged, the time saved per filesystem type
+# with its first estimate: once there, they stay
+perfs = lambda ks: set(k for k in ks if not k.startswith(
+    ("dirahead_filesystem_", "dirahead_saved_seconds_total{", "dirahead_lost_seconds_total{")))
 for p in sys.argv[2:]:
     _, cur = load(p)
     if perfs(cur) != perfs(prev) or not set(prev) <= set(cur):

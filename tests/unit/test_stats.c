@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "policy.h"
@@ -59,6 +60,46 @@ static void test_deltas(void **state)
 	assert_string_equal(buf, "4 scans confirmed, 3 started, 3 ended (2 completed, 1 no_gain), "
 				 "1 skipped (1 fast_stats); 1 walks started, 1 ended (1 process_exited); "
 				 "500 entries prefetched, 480 hits, 7 misses, 2 errors (2 eio)");
+}
+
+/* Time saved in the summary: net seconds over the scans (and walks) with an estimate, and the
+ * daemon's CPU over the period; booked by dd_stats_saved, by filesystem type, gains and losses
+ * apart. */
+static void test_saved(void **state)
+{
+	struct dd_stats a = { 0 }, b = { 0 };
+	struct pol_fs fs = { 0 };
+	char buf[512];
+	(void)state;
+	a.cpu_s = 1.0;
+	b = a;
+	b.scans_ended[DD_END_COMPLETED] = 3;
+	dd_stats_saved(&b, &fs, "fuse", 12.0, true, false);
+	dd_stats_saved(&b, &fs, "fuse", 0.5, true, false);
+	dd_stats_saved(&b, NULL, "ext4", -0.1, true, false);
+	dd_stats_saved(&b, &fs, "fuse", 0, false, false); /* unjudged: not booked */
+	b.cpu_s = 1.3;
+	assert_int_equal(b.saved_scans, 3);
+	assert_true(b.saved_s > 12.3999 && b.saved_s < 12.4001);
+	assert_true(fs.saved_s > 12.4999 && fs.saved_s < 12.5001);
+	assert_string_equal(b.saved_by[0].fstype, "fuse");
+	assert_true(b.saved_by[0].gained > 12.4999 && b.saved_by[0].lost == 0);
+	assert_string_equal(b.saved_by[1].fstype, "ext4");
+	assert_true(b.saved_by[1].gained == 0 && b.saved_by[1].lost > 0.0999);
+	dd_stats_summary(&b, &a, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "; saved programs 12.4 s over 3 scans, using 0.3 s of CPU"));
+	dd_stats_saved(&b, NULL, "fuse", 1.0, true, true);
+	dd_stats_summary(&b, &a, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "; saved programs 13.4 s over 3 scans and 1 walks, using 0.3 s"));
+	/* more types than slots: the last takes the rest, as "other" */
+	for (int i = 0; i < DD_SAVED_TYPES + 3; i++) {
+		static char names[DD_SAVED_TYPES + 3][8];
+		snprintf(names[i], sizeof(names[i]), "t%d", i);
+		dd_stats_saved(&b, NULL, names[i], 1.0, true, false);
+	}
+	assert_string_equal(b.saved_by[DD_SAVED_TYPES - 1].fstype, "other");
+	dd_stats_saved(&b, NULL, NULL, 1.0, true, false);
+	assert_string_equal(b.saved_by[DD_SAVED_TYPES - 1].fstype, "other");
 }
 
 static void test_small_buffer(void **state)
@@ -216,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_nothing),
 		cmocka_unit_test(test_deltas),
 		cmocka_unit_test(test_small_buffer),
+		cmocka_unit_test(test_saved),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_fs_table),
 		cmocka_unit_test(test_view),
