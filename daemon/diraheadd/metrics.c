@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "arm.h"
 #include "daemon.h"
@@ -187,23 +188,57 @@ static void programs(FILE *f, struct daemon *d)
 			(double)ps[i].run_time_ns / 1e9);
 }
 
-/* Time saved by filesystem type (dd_stats_saved): a counter per type, kept by the stats (not by
- * the cost model's entries, which go when evicted); no family before the first estimate (a family
- * without samples is refused by strict parsers). */
-static void saved(FILE *f, const struct dd_stats *s)
+/* The filesystem types of the series: those with an estimate (dd_stats_saved's slots, which
+ * outlive the cost model's entries), then those of the filesystems the cost model knows, at 0,
+ * so that a dashboard has the series before the first estimate (no family without samples:
+ * strict parsers refuse one). */
+struct saved_types {
+	const char *t[DD_SAVED_TYPES * 2];
+	unsigned n;
+};
+
+static void saved_type_add(struct saved_types *st, const char *type)
 {
-	if (!s->saved_by[0].fstype)
+	for (unsigned i = 0; i < st->n; i++)
+		if (!strcmp(st->t[i], type))
+			return;
+	if (st->n < sizeof(st->t) / sizeof(st->t[0]))
+		st->t[st->n++] = type;
+}
+
+static void saved_type_fs(const struct pol_fs *fs, void *ctx)
+{
+	const char *type = fsmagic_name(fs->magic);
+	saved_type_add(ctx, type ? type : "unknown");
+}
+
+static double saved_of(const struct dd_stats *s, const char *type, bool lost)
+{
+	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
+		if (!strcmp(s->saved_by[i].fstype, type))
+			return lost ? s->saved_by[i].lost : s->saved_by[i].gained;
+	return 0;
+}
+
+/* Time saved by filesystem type (dd_stats_saved): a counter per type, kept by the stats. */
+static void saved(FILE *f, struct daemon *d, const struct dd_stats *s)
+{
+	struct saved_types st = { .n = 0 };
+	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
+		saved_type_add(&st, s->saved_by[i].fstype);
+	policy_foreach(scan_mgr_policy(d->mgr), saved_type_fs, &st);
+	if (!st.n)
 		return;
 	head(f, "dirahead_saved_seconds_total", "counter",
 	     "Program time saved by prefetch, estimated from the cost model's figures (cost per stat or listing without prefetch less with it, times the stats and listings made with it), by filesystem type: the scans and walks that saved time.");
-	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
-		fprintf(f, "dirahead_saved_seconds_total{fstype=\"%s\"} %.6f\n", s->saved_by[i].fstype,
-			s->saved_by[i].gained);
+	for (unsigned i = 0; i < st.n; i++)
+		fprintf(f, "dirahead_saved_seconds_total{fstype=\"%s\"} %.6f\n", st.t[i],
+			saved_of(s, st.t[i], false));
 	head(f, "dirahead_lost_seconds_total", "counter",
 	     "Program time prefetch cost, estimated like dirahead_saved_seconds_total, by filesystem type: the scans and walks that were slower with it (net saved = saved - lost).");
-	for (int i = 0; i < DD_SAVED_TYPES && s->saved_by[i].fstype; i++)
-		fprintf(f, "dirahead_lost_seconds_total{fstype=\"%s\"} %.6f\n", s->saved_by[i].fstype,
-			s->saved_by[i].lost);
+	for (unsigned i = 0; i < st.n; i++)
+		fprintf(f, "dirahead_lost_seconds_total{fstype=\"%s\"} %.6f\n", st.t[i],
+			saved_of(s, st.t[i], true));
 }
 
 static void hook(FILE *f, struct daemon *d, const struct dd_stats_view *v, enum dd_stat_hook h)
@@ -228,7 +263,7 @@ static void hook(FILE *f, struct daemon *d, const struct dd_stats_view *v, enum 
 		programs(f, d);
 		break;
 	case DD_STAT_HOOK_SAVED:
-		saved(f, &v->s);
+		saved(f, d, &v->s);
 		break;
 	}
 }
