@@ -117,8 +117,10 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 		policy_note_fsinfo(pol, ev->dev_major, ev->dev_minor, ev->magic, 0, ev->fsinfo, now);
 		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
 	}
-	/* a blocked call outweighs an earlier `fast` there: judge it again, the process too */
-	if (v == POL_ARM_FAST && policy_blocked(pol, ev->dev_major, ev->dev_minor, ev->magic, now)) {
+	/* a blocked call outweighs an earlier `fast` there (trusted still, or old): judge it again,
+	 * the process too; policy_blocked() backs off where re-judging found it fast again */
+	if ((v == POL_ARM_FAST || v == POL_ARM_YES) && ev->fs != DIRAHEAD_SENT_FS_UNKNOWN &&
+	    policy_blocked(pol, ev->dev_major, ev->dev_minor, ev->magic, now)) {
 		if (d->det)
 			detector_unmute(d->det, ev->tgid, ev->dev_major, ev->dev_minor);
 		log_debug("re-judged: pid %u (%.16s) blocked in %s on %u:%u, judged fast before",

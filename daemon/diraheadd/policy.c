@@ -12,6 +12,9 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
 #define MIN_TIMED 4
 /* Backoff of the re-probe interval of a no_gain filesystem: 1x, 2x ... this. */
 #define MAX_BACKOFF 16
+/* fast_backoff's bound: a warm filesystem whose calls sleep now and then is re-judged (and the
+ * hooks armed for it) once per FAST_TRUST_NS x 64 (about 11 minutes) at most. */
+#define MAX_FAST_BACKOFF 64
 /* "Changes clearly": a program cost this many times above (or below) the one no_gain was
  * decided at means the filesystem behaves differently now (caches went cold, the server slowed):
  * re-probe at once. */
@@ -188,6 +191,23 @@ double policy_threshold_ns(const struct policy *p, const struct pol_fs *fs)
 	return p->cfg.start_factor * cost;
 }
 
+/* A verdict reached: a fast one that follows a blocked call's re-judgment backs off the next
+ * re-judgment (the call did not mean the filesystem is slow); any other ends the backoff. */
+static void note_verdict(struct pol_fs *fs, enum pol_verdict v, uint64_t now)
+{
+	if (v == POL_FAST) {
+		if (fs->rejudging) {
+			unsigned b = fs->fast_backoff ? fs->fast_backoff * 2 : 2;
+			fs->fast_backoff = b > MAX_FAST_BACKOFF ? MAX_FAST_BACKOFF : b;
+			fs->rejudge_after_ns = now + FAST_TRUST_NS * fs->fast_backoff;
+		}
+	} else {
+		fs->fast_backoff = 0;
+		fs->rejudge_after_ns = 0;
+	}
+	fs->rejudging = false;
+}
+
 enum pol_action policy_on_scan(struct policy *p, struct pol_fs *fs, const struct pol_cost *c,
 			       uint64_t now)
 {
@@ -220,6 +240,7 @@ enum pol_action policy_after_probe(struct policy *p, struct pol_fs *fs, const st
 {
 	double v = cost_value(c);
 	if (v >= 0 && v < policy_threshold_ns(p, fs)) {
+		note_verdict(fs, POL_FAST, now);
 		fs->verdict = POL_FAST;
 		fs->verdict_ns = now;
 		fs->skipped_fast++;
@@ -275,6 +296,7 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 	fs->after_ns = ewma(fs->after_ns, a, 0.25);
 	if (b >= p->cfg.min_gain * (a > 1 ? a : 1)) {
 		fs->doubts = 0;
+		note_verdict(fs, POL_PAYS, now);
 		fs->verdict = POL_PAYS;
 		fs->verdict_ns = now;
 		fs->backoff = 1;
@@ -302,6 +324,7 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 		return false;
 	}
 	fs->doubts = 0;
+	note_verdict(fs, POL_NO_GAIN, now);
 	fs->verdict = POL_NO_GAIN;
 	fs->verdict_ns = now;
 	fs->no_gain++;
@@ -537,7 +560,8 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 			return POL_ARM_HUNG;
 		if (f->verdict == POL_NO_GAIN && now < f->reprobe_ns)
 			return POL_ARM_NO_GAIN;
-		if (f->verdict == POL_FAST && now - f->verdict_ns < FAST_TRUST_NS)
+		if (f->verdict == POL_FAST &&
+		    (now - f->verdict_ns < FAST_TRUST_NS || now < f->rejudge_after_ns))
 			return POL_ARM_FAST;
 		return POL_ARM_YES;
 	}
@@ -554,12 +578,16 @@ bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, ui
 		struct pol_fs *f = &p->fs[i];
 		if (f->dev_major != dev_major || f->dev_minor != dev_minor || f->magic != magic)
 			continue;
-		if (f->verdict == POL_FAST && now - f->verdict_ns < FAST_TRUST_NS) {
+		/* fast, trusted or not (arming would say yes to an old one anyway): judged again,
+		 * unless a re-judgment found it fast lately */
+		if (f->verdict == POL_FAST && now >= f->rejudge_after_ns) {
 			f->verdict = POL_UNKNOWN;
 			f->verdict_ns = now;
+			f->rejudging = true;
 			cleared = true;
 		}
-		if (f->list.verdict == POL_FAST && now < f->list.reprobe_ns) {
+		if (f->list.verdict == POL_FAST && now < f->list.reprobe_ns &&
+		    now >= f->rejudge_after_ns) {
 			/* judged from scratch, as at a re-probe (policy_list_allowed) */
 			f->list.verdict = POL_UNKNOWN;
 			f->list.verdict_ns = now;

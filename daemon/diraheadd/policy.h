@@ -66,6 +66,13 @@ struct pol_fs {
 	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
 	uint64_t scans, started, gained, no_gain, skipped_fast, skipped_no_gain, reprobes;
 	uint64_t rejudged;         /* fast verdicts cleared by a blocked call (policy_blocked) */
+	/* A blocked call re-judges a fast filesystem at most once per FAST_TRUST_NS x fast_backoff
+	 * (2, 4 ... 64 after each re-judgment that found it fast again): a warm filesystem's
+	 * calls also sleep now and then (writeback, its journal, a lock), and each re-judgment arms
+	 * the syscall hooks for quiet_s at least. */
+	unsigned fast_backoff;     /* 0: no re-judgment found it fast yet */
+	uint64_t rejudge_after_ns; /* FAST: blocked calls before this leave it fast */
+	bool rejudging;            /* cleared by a blocked call: the next verdict says if it was */
 	uint32_t fsinfo;           /* DIRAHEAD_FSI_*: what the kernel said of it (fsknow.h), 0 if
 				    * nothing yet */
 	unsigned doubts;           /* no-gain stretches in a row while PAYS (hysteresis) */

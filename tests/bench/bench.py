@@ -825,6 +825,18 @@ class Daemon:
             time.sleep(0.02)
         return True
 
+    def wait_disarmed(self, timeout=12):
+        """Until the syscall hooks are detached (armed by another process's blocked call, they
+        stay so for [detect] quiet_s): the overhead cells measure what a warm workload pays
+        while nothing is cold; what a cell arms itself is still counted in its runs.  False if
+        still armed at the timeout."""
+        deadline = time.monotonic() + timeout
+        while self.stats().get("armed"):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def bpf_programs(self):
         """run_time_ns/run_cnt of the BPF programs this daemon holds (found through its fds'
         fdinfo, since Debian's bpftool does not list owner pids); names from bpftool."""
@@ -1491,6 +1503,9 @@ class Bench:
                     for tool in s["tools"]:
                         if mode == "daemon":
                             self.daemon.wait_quiet(self.pids)
+                            if not self.daemon.wait_disarmed():
+                                self.warn(f"{s['id']} {tool}: the daemon was still armed by "
+                                          "other processes after 12 s")
                             st0 = self.daemon.stats()
                             self.dlog.mark()
                             self.cell_pids = set()
@@ -1504,6 +1519,9 @@ class Bench:
                             acc.setdefault("log", d["log"])
                 if i < self.fst["runs"]:
                     if mode == "daemon":
+                        if not self.daemon.wait_disarmed():
+                            self.warn("fstatat loops: the daemon was still armed by other "
+                                      "processes after 12 s")
                         st0 = self.daemon.stats()
                     self.fstatat_once(mode, fxs[mode])
                     if mode == "daemon":
@@ -1761,7 +1779,7 @@ def targets(b):
             what = {"scan": "fstatat loop (listed directory)", "plain": "fstatat loop (no listing)",
                     "pingpong": "context-switch storm (pipe ping-pong x1M)"}[kind]
             add(f"{what}: <= +2%", m["overhead"] <= 0.02,
-                f"{m['overhead']:+.1%} ({b.fstat_arms.get('arms', 0)} arms over the loops)")
+                f"{m['overhead']:+.1%} ({b.fstat_arms.get('arms', 0)} arms, {b.fstat_arms.get('armed_seconds', 0):.1f} s armed over the loops)")
     # 5. harm
     cand = find(lambda c: c["harm"])
     if cand:
@@ -2019,6 +2037,11 @@ def report(b, args, started):
     }
     md = markdown(b, T, meta)
     os.makedirs(args.out, exist_ok=True)
+    # the daemons' debug log (every start appends to it), beside a run's results, not among the
+    # committed ones
+    lp = os.path.join(b.scratch, "diraheadd.log")
+    if os.path.exists(lp) and os.path.realpath(args.out) != os.path.realpath(RESULTS):
+        shutil.copy(lp, os.path.join(args.out, "diraheadd.log"))
     with open(os.path.join(args.out, "latest.md"), "w") as f:
         f.write(md)
     data = {"meta": meta, "targets": T,

@@ -653,6 +653,48 @@ static void test_blocked_rejudges(void **state)
 	assert_false(policy_blocked(p, 9, 9, EXT4, T0 + SEC));  /* never seen */
 }
 
+/* Blocked calls on a filesystem that re-judging finds fast again (a warm one whose calls sleep
+ * now and then): the next re-judgment waits FAST_TRUST_NS x 2, then x 4 ... (arming says fast
+ * meanwhile, even past the verdict's trust); a verdict that prefetch pays ends the backoff. */
+static void test_blocked_backoff(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs(p, 8, 7, EXT4, T0);
+	struct pol_cost c = gap(2000);
+	uint64_t t = T0;
+	assert_int_equal(policy_after_probe(p, fs, &c, t), POL_SKIP_FAST);
+	assert_true(policy_blocked(p, 8, 7, EXT4, t + SEC)); /* the first: at once */
+	t += 2 * SEC;
+	assert_int_equal(policy_after_probe(p, fs, &c, t), POL_SKIP_FAST); /* fast again */
+	assert_int_equal(fs->fast_backoff, 2);
+	assert_false(policy_blocked(p, 8, 7, EXT4, t + 19 * SEC));
+	assert_int_equal(fs->verdict, POL_FAST);
+	/* past the verdict's own trust (10 s), inside the backoff: still fast for arming */
+	assert_int_equal(policy_arm_verdict(p, 8, 7, EXT4, t + 15 * SEC), POL_ARM_FAST);
+	/* after it: an old fast verdict is re-judged too, and the backoff doubles */
+	assert_int_equal(policy_arm_verdict(p, 8, 7, EXT4, t + 21 * SEC), POL_ARM_YES);
+	assert_true(policy_blocked(p, 8, 7, EXT4, t + 21 * SEC));
+	t += 22 * SEC;
+	assert_int_equal(policy_after_probe(p, fs, &c, t), POL_SKIP_FAST);
+	assert_int_equal(fs->fast_backoff, 4);
+	assert_false(policy_blocked(p, 8, 7, EXT4, t + 39 * SEC));
+	assert_true(policy_blocked(p, 8, 7, EXT4, t + 41 * SEC));
+	/* bounded */
+	for (int i = 0; i < 10; i++) {
+		t += 1000 * SEC;
+		fs->verdict = POL_UNKNOWN;
+		fs->rejudging = true;
+		assert_int_equal(policy_after_probe(p, fs, &c, t), POL_SKIP_FAST);
+	}
+	assert_int_equal(fs->fast_backoff, 64);
+	/* this time the re-judgment finds that prefetch pays: no backoff any more */
+	assert_true(policy_blocked(p, 8, 7, EXT4, t + 641 * SEC));
+	struct pol_cost before = gap(900000), after = gap(100000);
+	assert_true(policy_judge(p, fs, &before, &after, 0, t + 642 * SEC));
+	assert_int_equal(fs->fast_backoff, 0);
+	assert_int_equal(fs->rejudge_after_ns, 0);
+}
+
 /* What the kernel said of a filesystem is kept with it: noted from a SCAN (its mount) or the
  * sentinel (mount 0, never replacing a mount's entry), found by device and magic; nothing is
  * noted that was not read (no DIRAHEAD_FSI_FUSE). */
@@ -686,6 +728,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_knobs),
 		T(test_blocked_rejudges),
+		T(test_blocked_backoff),
 		T(test_fsinfo_kept),
 		T(test_start_fast),
 		T(test_start_slow),
