@@ -19,6 +19,7 @@
 #include "procdir.h"
 #include "scan.h"
 #include "sentinel.h"
+#include "walk.h"
 
 /* While armed: how often the sentinel's records are read (they do not wake the daemon then) and
  * the quiet rule is checked. */
@@ -125,6 +126,10 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 			  ev->tgid, ev->comm, call_name(ev->call), ev->dev_major, ev->dev_minor);
 		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
 	}
+	/* a walker's stat blocked: its walk judges that depth of the tree again (walk.h) */
+	if (ev->call == DIRAHEAD_SENT_STAT && ev->fs != DIRAHEAD_SENT_FS_UNKNOWN && d->walks)
+		walk_mgr_blocked(d->walks, ev->tgid, ev->dev_major, ev->dev_minor,
+				 ev->fs == DIRAHEAD_SENT_FS_CWD ? 0 : ev->ino);
 	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev));
 	if (s == ARM_SIG_ARMED) {
 		if (set_hooks(a, true, true) < 0)
