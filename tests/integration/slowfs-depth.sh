@@ -4,7 +4,7 @@
 # slowfs --depth-latency D:US delays the metadata requests on entries at depth D or deeper (the
 # root's entries are at depth 1; a listing counts at its entries' depth), and leaves those above
 # at --latency-us: a tree whose top is fast and whose leaves are slow.  Counted, not timed: the
-# requests given a delay are pid.TGID.slow.
+# requests given a delay are pid.TGID.slow.  Also --cache-readdir (the kernel keeps listings).
 . "$(dirname "$0")/../lib/lib.sh"
 
 B=$T/backing M=$T/mnt
@@ -44,9 +44,19 @@ slowfs_unmount
 
 # (names, not globs: the shell would look up the directories itself)
 # a rule at a greater depth takes a base latency away below it: the top slow, the leaves fast
-slowfs_mount "$B" "$T/mnt2" --latency-us 1000 --depth-latency 3:0
+slowfs_mount "$B" "$T/mnt2" --latency-us 1000 --depth-latency 3:0 --cache-readdir
 stat $(seq -f "$T/mnt2/top/a/f%06g" 1 20) >/dev/null &
 p=$!; wait $p || fail "stat failed"
 assert_eq "$(slowfs_stat pid.$p.lookup)" 22 "lookups of top, top/a and its files"
 assert_eq "$(slowfs_stat pid.$p.slow)" 2 "delayed: the lookups of top and top/a only"
+
+# --cache-readdir: a directory listed once is listed again from the kernel's cache (no readdir),
+# whoever listed it first; its opendir is still sent
+ls -f "$T/mnt2/top/b" >/dev/null &
+p=$!; wait $p || fail "ls failed"
+assert_ge "$(slowfs_stat pid.$p.readdir)" 1 "readdir of top/b, listed first"
+ls -f "$T/mnt2/top/b" >/dev/null &
+p=$!; wait $p || fail "ls failed"
+assert_eq "$(slowfs_stat pid.$p.readdir)" 0 "readdir of top/b, listed again"
+assert_eq "$(slowfs_stat pid.$p.opendir)" 1 "opendir of top/b, listed again"
 slowfs_unmount

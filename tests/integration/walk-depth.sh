@@ -3,7 +3,8 @@
 #
 # Where the cost is (issue 24 item 2): a tree two levels deep whose upper levels are fast (their
 # entries are directories, cached) and whose leaves are slow (slowfs --depth-latency: each file's
-# lookup, and each leaf's listing, waits 1 ms).  The first scans are of the upper directories,
+# lookup, and each leaf's listing, waits 1 ms; a listing is kept by the kernel once read, as a
+# disk's directory blocks are).  The first scans are of the upper directories,
 # whose stats are fast: judged so, the program is left alone and its walk lists only.  Its stats
 # in the leaves then block (the sentinel says so): the walk judges that depth again and fetches
 # the leaves' entries (walk.c, policy.c's policy_walk_*), those it had listed only included.
@@ -17,11 +18,12 @@
 need_root
 need_cmd find du ls
 
-TOP=4 DIRS=20 FILES=50
+TOP=2 DIRS=40 FILES=50
 LEAVES=$((TOP * DIRS * FILES))
 mktree() { # DIR
-	for t in $(seq 1 $TOP); do
-		for d in $(seq 1 $DIRS); do make_files "$1/t$t/d$d" $FILES; done
+	local i j
+	for i in $(seq 1 $TOP); do
+		for j in $(seq 1 $DIRS); do make_files "$1/t$i/d$j" $FILES; done
 	done
 }
 for t in find du ls; do
@@ -41,7 +43,8 @@ run() { # TOOL DIR: runs it as dra-TOOL, sets PID
 }
 
 # the mount's root is depth 0: tree-X 1, tN 2, dN 3 (the upper directories), the files 4
-slowfs_mount "$T/back" "$T/mnt" --depth-latency 4:1000
+# (--cache-readdir: a directory the daemon listed is cached for the program, as on a disk)
+slowfs_mount "$T/back" "$T/mnt" --depth-latency 4:1000 --cache-readdir
 daemon_start
 # the upper levels cached (as a volume's directory inodes are), by a process the daemon ignores
 for t in find du ls; do find "$T/mnt/tree-$t" -maxdepth 2 -ls >/dev/null; done

@@ -624,6 +624,10 @@ static void sf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	r->kind = SF_R_OPEN;
 	r->u.fi = *fi;
 	r->u.fi.fh = (uint64_t)(uintptr_t)d;
+	/* --cache-readdir: the kernel keeps what was read of it, across opens (as a local
+	 * filesystem's page cache keeps a directory's blocks) */
+	r->u.fi.cache_readdir = sf_cfg.cache_readdir;
+	r->u.fi.keep_cache = sf_cfg.cache_readdir;
 	r->undo = undo_opendir;
 out:
 	sf_reply_submit(r);

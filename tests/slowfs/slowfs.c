@@ -72,6 +72,8 @@ static void usage(FILE *f)
 	      "  --cache-listing S     like sshfs: once a directory was listed to its end, answer\n"
 	      "                        its opendir and readdir and the lookups and getattrs of its\n"
 	      "                        entries at once for S seconds (default 0: off)\n"
+	      "  --cache-readdir       let the kernel cache directory listings across opens\n"
+	      "                        (FOPEN_CACHE_DIR, FOPEN_KEEP_CACHE); opendir still asks\n"
 	      "  --no-parallel-dirops  do not negotiate FUSE_PARALLEL_DIROPS (kernel serializes\n"
 	      "                        lookups within a directory)\n"
 	      "  --serial              answer delayed requests one after another (a server with\n"
@@ -157,7 +159,7 @@ static void parse_depth_latency(const char *s)
 enum {
 	O_LATENCY = 256, O_LOOKUP, O_GETATTR, O_READDIR, O_READ, O_JITTER, O_ATTR_TMO,
 	O_ENTRY_TMO, O_NEG_TMO, O_RDPLUS, O_NO_PAR, O_THREADS, O_CONTROL, O_DEBUG, O_FUSE_DEBUG,
-	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL, O_SERIAL, O_DEPTH_LAT,
+	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL, O_SERIAL, O_DEPTH_LAT, O_CACHE_RD,
 };
 
 static const struct option longopts[] = {
@@ -173,6 +175,7 @@ static const struct option longopts[] = {
 	{ "negative-timeout", required_argument, NULL, O_NEG_TMO },
 	{ "readdirplus", no_argument, NULL, O_RDPLUS },
 	{ "cache-listing", required_argument, NULL, O_CACHE_LIST },
+	{ "cache-readdir", no_argument, NULL, O_CACHE_RD },
 	{ "no-allow-other", no_argument, NULL, O_NO_ALLOW_OTHER },
 	{ "acl", no_argument, NULL, O_ACL },
 	{ "no-parallel-dirops", no_argument, NULL, O_NO_PAR },
@@ -209,6 +212,7 @@ static void parse_args(int argc, char **argv)
 			sf_cfg.negative_timeout = parse_seconds("--negative-timeout", optarg);
 			break;
 		case O_RDPLUS: sf_cfg.readdirplus = true; break;
+		case O_CACHE_RD: sf_cfg.cache_readdir = true; break;
 		case O_NO_ALLOW_OTHER: sf_cfg.allow_other = false; break;
 		case O_ACL: sf_cfg.acl = true; break;
 		case O_CACHE_LIST:

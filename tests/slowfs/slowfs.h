@@ -67,6 +67,7 @@ struct sf_config {
 	bool allow_other;		/* false: --no-allow-other */
 	bool acl;			/* --acl: xattrs served, POSIX ACLs enforced by the kernel */
 	uint64_t cache_listing_ns;	/* >0: a directory listed to its end answers at once so long */
+	bool cache_readdir;		/* --cache-readdir: FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE */
 	bool parallel_dirops;
 	bool serial;			/* --serial: delayed replies one after another */
 	bool debug;
