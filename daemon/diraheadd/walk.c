@@ -118,8 +118,42 @@ struct walk_mgr {
 	uint64_t next_id;
 	struct walk_cand cands[WALK_MAX_CANDS];
 	unsigned ncands;
+	void (*changed)(void *ctx);  /* walk_mgr_set_watch */
+	void *changed_ctx;
+	bool rejudging;             /* walk_mgr_rejudging() when last told */
 };
 
+
+static bool waits_for_signal(const struct walk *w)
+{
+	return w->life != WALK_ENDED && w->rejudge && w->list_only &&
+	       !policy_walk_fetches(&w->depths);
+}
+
+bool walk_mgr_rejudging(const struct walk_mgr *m)
+{
+	for (const struct walk *w = m->walks; w; w = w->next)
+		if (waits_for_signal(w))
+			return true;
+	return false;
+}
+
+void walk_mgr_set_watch(struct walk_mgr *m, void (*changed)(void *ctx), void *ctx)
+{
+	m->changed = changed;
+	m->changed_ctx = ctx;
+}
+
+/* After anything that may change walk_mgr_rejudging(): tell the watcher if it did. */
+static void tell_watch(struct walk_mgr *m)
+{
+	bool now = walk_mgr_rejudging(m);
+	if (now == m->rejudging)
+		return;
+	m->rejudging = now;
+	if (m->changed)
+		m->changed(m->changed_ctx);
+}
 
 static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 {
@@ -210,6 +244,7 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 		return;
 	w->life = WALK_ENDED;
 	m->st->walks_ended[why]++;
+	tell_watch(m);
 	/* nothing of the filesystem stays held once the walk is over (an unmount must succeed) */
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		if (w->up_fd[i] >= 0) {
@@ -706,6 +741,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->n++;
 	m->st->walks_started++;
 	m->st->walks_list_only += list_only;
+	tell_watch(m);
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
 	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, list_only ? "list" : "prefetch",
@@ -818,6 +854,7 @@ bool walk_mgr_blocked(struct walk_mgr *m, uint32_t tgid, uint32_t dev_major, uin
 	if (!policy_walk_blocked(&w->depths, depth))
 		return false;
 	m->st->walk_depths_rejudged++;
+	tell_watch(m);
 	log_debug("walk of pid %u below %s: its stats block at depth %u: fetching the entries "
 		  "there", w->tgid, w->path, depth);
 	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, "fetch-depth", NULL);
@@ -969,6 +1006,7 @@ bool walk_mgr_tick(struct walk_mgr *m)
 				/* prefetch was tried there since, and did not pay: listings only */
 				w->rejudge = false;
 				w->depths = (struct pol_depths){ { 0 } };
+				tell_watch(m);
 			}
 		} else if (fs->verdict == POL_NO_GAIN) {
 			/* fetching entries does not pay here: listing ahead may still */
