@@ -75,8 +75,8 @@ static int set_hooks(struct arm *a, bool on, bool count)
 		a->armed_total_ns += now - a->armed_since_ns;
 		a->disarms += count;
 	}
-	if (a->sen)
-		sentinel_set_lazy(a->sen, on); /* armed: records wait for the poll */
+	if (a->sen) /* armed: records wait for the poll, unless a walk waits for them */
+		sentinel_set_lazy(a->sen, on && !(a->d->walks && walk_mgr_rejudging(a->d->walks)));
 	if (on && a->on_block)
 		poll_later(a);
 	else
@@ -211,6 +211,15 @@ static void apply(struct arm *a)
 	}
 }
 
+/* A walk began or stopped waiting for a blocked stat (walk.h): have the records wake the daemon
+ * meanwhile, so that it judges that depth again at once. */
+static void walks_changed(void *ctx)
+{
+	struct arm *a = ctx;
+	if (a->sen)
+		sentinel_set_lazy(a->sen, a->armed && !walk_mgr_rejudging(a->d->walks));
+}
+
 struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 {
 	struct arm *a = calloc(1, sizeof(*a));
@@ -244,6 +253,8 @@ struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 		}
 	}
 	apply(a);
+	if (d->walks)
+		walk_mgr_set_watch(d->walks, walks_changed, a);
 	return a;
 }
 
@@ -283,6 +294,8 @@ void arm_free(struct arm *a)
 {
 	if (!a)
 		return;
+	if (a->d->walks)
+		walk_mgr_set_watch(a->d->walks, NULL, NULL);
 	sd_event_source_disable_unref(a->timer);
 	sd_event_source_disable_unref(a->io);
 	sentinel_close(a->sen);
