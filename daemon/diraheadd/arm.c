@@ -19,6 +19,7 @@
 #include "procdir.h"
 #include "scan.h"
 #include "sentinel.h"
+#include "walk.h"
 
 /* While armed: how often the sentinel's records are read (they do not wake the daemon then) and
  * the quiet rule is checked. */
@@ -74,8 +75,8 @@ static int set_hooks(struct arm *a, bool on, bool count)
 		a->armed_total_ns += now - a->armed_since_ns;
 		a->disarms += count;
 	}
-	if (a->sen)
-		sentinel_set_lazy(a->sen, on); /* armed: records wait for the poll */
+	if (a->sen) /* armed: records wait for the poll, unless a walk waits for them */
+		sentinel_set_lazy(a->sen, on && !(a->d->walks && walk_mgr_rejudging(a->d->walks)));
 	if (on && a->on_block)
 		poll_later(a);
 	else
@@ -127,6 +128,10 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 			  ev->tgid, ev->comm, call_name(ev->call), ev->dev_major, ev->dev_minor);
 		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
 	}
+	/* a walker's stat blocked: its walk judges that depth of the tree again (walk.h) */
+	if (ev->call == DIRAHEAD_SENT_STAT && ev->fs != DIRAHEAD_SENT_FS_UNKNOWN && d->walks)
+		walk_mgr_blocked(d->walks, ev->tgid, ev->dev_major, ev->dev_minor,
+				 ev->fs == DIRAHEAD_SENT_FS_CWD ? 0 : ev->ino);
 	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev));
 	if (s == ARM_SIG_ARMED) {
 		if (set_hooks(a, true, true) < 0)
@@ -208,6 +213,15 @@ static void apply(struct arm *a)
 	}
 }
 
+/* A walk began or stopped waiting for a blocked stat (walk.h): have the records wake the daemon
+ * meanwhile, so that it judges that depth again at once. */
+static void walks_changed(void *ctx)
+{
+	struct arm *a = ctx;
+	if (a->sen)
+		sentinel_set_lazy(a->sen, a->armed && !walk_mgr_rejudging(a->d->walks));
+}
+
 struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 {
 	struct arm *a = calloc(1, sizeof(*a));
@@ -241,6 +255,8 @@ struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 		}
 	}
 	apply(a);
+	if (d->walks)
+		walk_mgr_set_watch(d->walks, walks_changed, a);
 	return a;
 }
 
@@ -280,6 +296,8 @@ void arm_free(struct arm *a)
 {
 	if (!a)
 		return;
+	if (a->d->walks)
+		walk_mgr_set_watch(a->d->walks, NULL, NULL);
 	sd_event_source_disable_unref(a->timer);
 	sd_event_source_disable_unref(a->io);
 	sentinel_close(a->sen);

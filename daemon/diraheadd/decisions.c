@@ -120,6 +120,10 @@ static void render_walk(struct out *o, const struct decision *d)
 {
 	const struct dec_nums *n = &d->n;
 	char a[32], b[32];
+	if (d->kind == DEC_STARTED && !strcmp(d->reason, "fetch-depth")) {
+		put(o, "its stats blocked below the walk's top: fetching the entries at that depth");
+		return;
+	}
 	if (d->kind == DEC_STARTED) {
 		put(o, "started a walk: %s the tree ahead of it",
 		    strcmp(d->reason, "list") ? "listing and prefetching" : "listing (only)");

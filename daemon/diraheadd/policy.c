@@ -600,6 +600,49 @@ bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, ui
 	return cleared;
 }
 
+bool policy_walk_rejudgeable(const struct pol_fs *fs, bool lookups_serialize)
+{
+	return fs->verdict != POL_NO_GAIN && !lookups_serialize;
+}
+
+static unsigned depth_slot(unsigned depth)
+{
+	return depth < POL_WALK_DEPTHS ? depth : POL_WALK_DEPTHS - 1;
+}
+
+enum pol_fetch policy_walk_fetch(const struct pol_depths *d, bool list_only, unsigned depth)
+{
+	if (!list_only)
+		return POL_FETCH_ENTRIES;
+	return d->v[depth_slot(depth)] == POL_PAYS ? POL_FETCH_ENTRIES : POL_FETCH_LIST;
+}
+
+bool policy_walk_blocked(struct pol_depths *d, unsigned depth)
+{
+	uint8_t *v = &d->v[depth_slot(depth)];
+	if (*v == POL_PAYS)
+		return false;
+	*v = POL_PAYS;
+	return true;
+}
+
+bool policy_walk_fetches(const struct pol_depths *d)
+{
+	for (unsigned i = 0; i < POL_WALK_DEPTHS; i++)
+		if (d->v[i] == POL_PAYS)
+			return true;
+	return false;
+}
+
+void policy_depths_shift(struct pol_depths *d, unsigned up)
+{
+	if (!up)
+		return;
+	struct pol_depths o = *d;
+	for (unsigned i = 0; i < POL_WALK_DEPTHS; i++)
+		d->v[i] = i < up ? POL_UNKNOWN : o.v[i - up];
+}
+
 void policy_note_fsinfo(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
 			uint64_t mnt_id, uint32_t fsinfo, uint64_t now)
 {

@@ -210,6 +210,39 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
 		    uint64_t now);
 
+/*
+ * Where the cost is, within a walk (issue 24 item 2): a verdict reached on one directory does not
+ * decide a tree.  The top of a tree is directories, whose inodes are cached or cheap; its leaves
+ * hold the files, whose stats may each wait for the disk or the server.  A walk that lists only
+ * because its program's stats were judged fast (at its top) keeps, per depth below its top,
+ * whether fetching the entries of the directories at that depth pays: unknown (list only, as
+ * judged at the top) until the program's stats block there (the sentinel's signal: a blocked
+ * call outweighs an earlier `fast`), then it pays at that depth only.  Deeper levels than
+ * POL_WALK_DEPTHS - 1 share the last entry.  A walk that lists only because prefetching did not
+ * pay there (no_gain) or where lookups serialize is not judged again by a blocked stat: stats
+ * block there all the time, and per-entry lookups were found to do harm.
+ */
+#define POL_WALK_DEPTHS 16
+struct pol_depths {
+	uint8_t v[POL_WALK_DEPTHS]; /* enum pol_verdict: POL_UNKNOWN or POL_PAYS */
+};
+enum pol_fetch {
+	POL_FETCH_LIST,    /* list the directory only (DIRAHEAD_DIR_LIST_ONLY) */
+	POL_FETCH_ENTRIES, /* list it and fetch every entry's attributes */
+};
+/* May a list-only walk on fs be judged again per depth by its program's blocked stats?
+ * lookups_serialize: what the kernel says of it (fsknow.h, FSKNOW_NO_LOOKUPS). */
+bool policy_walk_rejudgeable(const struct pol_fs *fs, bool lookups_serialize);
+/* What a walk does with a directory at `depth` below its top. */
+enum pol_fetch policy_walk_fetch(const struct pol_depths *d, bool list_only, unsigned depth);
+/* The program's stat blocked in a directory at `depth`: its entries pay from now on.  Returns
+ * whether that changed the depth's verdict. */
+bool policy_walk_blocked(struct pol_depths *d, unsigned depth);
+/* Does any depth fetch entries (the walk is more than a listing walk)? */
+bool policy_walk_fetches(const struct pol_depths *d);
+/* The walk was re-rooted `up` levels above its top: the same directories are deeper now. */
+void policy_depths_shift(struct pol_depths *d, unsigned up);
+
 /* What the kernel said of a filesystem (DIRAHEAD_FSI_*, from a SCAN or a sentinel event), kept
  * with it once known, for the events that cannot say it (a run of stats by path, resolved by the
  * daemon); policy_fsinfo(): 0 if not known.  The entry of that device is made (mount mnt_id)

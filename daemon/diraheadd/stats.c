@@ -136,6 +136,10 @@ const struct dd_stat_row dd_stat_rows[] = {
 		    PART("walk_dirs_skipped", "skipped", S(walk_dirs_skipped)) } },
 	COUNTER("walk_not_entered", "dirahead_walk_not_entered_total", S(walk_not_entered),
 		"Subdirectories a walk did not enter: mount points, automount points, or failures to open."),
+	COUNTER("walk_depths_rejudged", "dirahead_walk_depths_rejudged_total", S(walk_depths_rejudged),
+		"Depths of walks that listed only (the stats at their top were fast) where the program's stats then blocked: the walk fetches the entries there from then on."),
+	COUNTER("walk_dirs_refetched", "dirahead_walk_dirs_refetched_total", S(walk_dirs_refetched),
+		"Directories a walk had listed only, ahead of the program, whose entries it fetched once their depth was judged to pay."),
 	/* the cost model */
 	COUNTER("scans_muted", "dirahead_scans_muted_total", S(scans_muted),
 		"Scans the cost model muted in BPF (prefetch would not pay): the process's further listings on that filesystem go untracked for mute_ms."),

@@ -129,6 +129,8 @@ struct dd_stats {
 	uint64_t walk_dirs_late;         /* ... that the program listed before the walk got there */
 	uint64_t walk_dirs_skipped;      /* opened ahead, then passed over by the program (pruned) */
 	uint64_t walk_not_entered;       /* subdirectories not entered: mount points, failures */
+	uint64_t walk_depths_rejudged;   /* depths of list-only walks judged to pay on a blocked stat */
+	uint64_t walk_dirs_refetched;    /* directories listed only, then fetched at such a depth */
 	uint64_t reloads_ok, reloads_failed;
 	uint64_t http_requests[DD_HTTP_MAX];  /* requests to the metrics endpoint */
 	/* prefetch request latency: cumulative-on-output buckets, upper bounds dd_latency_bounds */

@@ -14,6 +14,7 @@
 
 #include "decisions.h"
 #include "detector.h"
+#include "fsknow.h"
 #include "fsmagic.h"
 #include "host.h"
 #include "log.h"
@@ -75,6 +76,11 @@ struct walk {
 	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
 	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
 	bool list_only;
+	/* Where the cost is (policy.h, struct pol_depths): per depth below the top, whether a
+	 * list-only walk fetches the entries there after all, because its program's stats blocked
+	 * there; rejudge: it may (its listing-only is the top's `fast`, not a no_gain) */
+	struct pol_depths depths;
+	bool rejudge;
 	/* whether the directory the program listed last had been listed ahead of it (1), not
 	 * opened by the walk (0), or neither (-1): what its listing time (dirahead_event.list_ns)
 	 * is a sample of */
@@ -112,8 +118,42 @@ struct walk_mgr {
 	uint64_t next_id;
 	struct walk_cand cands[WALK_MAX_CANDS];
 	unsigned ncands;
+	void (*changed)(void *ctx);  /* walk_mgr_set_watch */
+	void *changed_ctx;
+	bool rejudging;             /* walk_mgr_rejudging() when last told */
 };
 
+
+static bool waits_for_signal(const struct walk *w)
+{
+	return w->life != WALK_ENDED && w->rejudge && w->list_only &&
+	       !policy_walk_fetches(&w->depths);
+}
+
+bool walk_mgr_rejudging(const struct walk_mgr *m)
+{
+	for (const struct walk *w = m->walks; w; w = w->next)
+		if (waits_for_signal(w))
+			return true;
+	return false;
+}
+
+void walk_mgr_set_watch(struct walk_mgr *m, void (*changed)(void *ctx), void *ctx)
+{
+	m->changed = changed;
+	m->changed_ctx = ctx;
+}
+
+/* After anything that may change walk_mgr_rejudging(): tell the watcher if it did. */
+static void tell_watch(struct walk_mgr *m)
+{
+	bool now = walk_mgr_rejudging(m);
+	if (now == m->rejudging)
+		return;
+	m->rejudging = now;
+	if (m->changed)
+		m->changed(m->changed_ctx);
+}
 
 static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 {
@@ -123,14 +163,38 @@ static struct walk *walk_of(struct walk_mgr *m, uint32_t tgid)
 	return NULL;
 }
 
+/* n's fd is needed no longer once no kid is to be opened under it (and it is not open). */
+static void release_hold(struct wnode *n)
+{
+	if (n->hold && !n->kids_new && !n->kids_lo && n->state != WN_OPEN) {
+		dirahead_dirfd_put(n->hold);
+		n->hold = NULL;
+	}
+}
+
 /* A node leaves WN_NEW (opened, or dropped): its parent may let go of its fd. */
 static void left_new(struct wnode *n)
 {
 	wtree_new_below_add(n, -1);
 	struct wnode *p = n->parent;
-	if (p && p->kids_new && !--p->kids_new && p->state != WN_OPEN) {
-		dirahead_dirfd_put(p->hold);
-		p->hold = NULL;
+	if (p && p->kids_new) {
+		p->kids_new--;
+		release_hold(p);
+	}
+}
+
+/* n, listed only ahead of the program, is no longer one whose entries may be fetched later
+ * (the program listed it, it is dropped, or it is being fetched now). */
+static void lo_done(struct wnode *n)
+{
+	if (!n->lo_ahead)
+		return;
+	n->lo_ahead = false;
+	struct wnode *p = n->parent;
+	if (p) {
+		assert(p->kids_lo > 0);
+		p->kids_lo--;
+		release_hold(p);
 	}
 }
 
@@ -141,6 +205,7 @@ static void free_walk(struct walk *w);
 static void drop_subtree(struct walk *w, struct wnode *n)
 {
 	struct walk_mgr *m = w->mgr;
+	lo_done(n);
 	for (uint32_t i = n->first; i < n->nkids; i++)
 		drop_subtree(w, n->kids[i]);
 	free(n->kids);
@@ -179,6 +244,7 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 		return;
 	w->life = WALK_ENDED;
 	m->st->walks_ended[why]++;
+	tell_watch(m);
 	/* nothing of the filesystem stays held once the walk is over (an unmount must succeed) */
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		if (w->up_fd[i] >= 0) {
@@ -242,10 +308,11 @@ static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
 	struct walk_mgr *m = w->mgr;
 	struct pol_fs *fs = walk_fs(w);
 	unsigned depth = policy_enabled(m->pol) ? policy_depth(m->pol, fs) : m->cfg.depth_per_scan;
+	n->lo = policy_walk_fetch(&w->depths, w->list_only, n->depth) == POL_FETCH_LIST;
 	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
 					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
 					   .depth = depth, .data = n,
-					   .flags = w->list_only ? DIRAHEAD_DIR_LIST_ONLY : 0,
+					   .flags = n->lo ? DIRAHEAD_DIR_LIST_ONLY : 0,
 					   .cred = &w->cred };
 }
 
@@ -300,6 +367,7 @@ static void visit(struct walk *w, struct wnode *n)
 	}
 	n->visited = true;
 	w->visited++;
+	lo_done(n);
 	/* For the cost model's listing samples: read to its end by the walk before the program
 	 * listed it (ahead), or not opened by the walk at all (its own); one still being read is
 	 * neither (it saves part of a listing: a sample of either kind would mislead). */
@@ -382,8 +450,9 @@ static struct wnode *node_new(struct walk *w, struct wnode *parent, const char *
 
 static void walk_fs_of(const void *dir_data, struct host_fs *fs)
 {
-	const struct walk *w = ((const struct wnode *)dir_data)->w;
-	*fs = (struct host_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id, w->list_only };
+	const struct wnode *n = dir_data;
+	const struct walk *w = n->w;
+	*fs = (struct host_fs){ w->dev_major, w->dev_minor, w->magic, w->mnt_id, n->lo };
 }
 
 static void walk_on_complete(const struct dirahead_completion *c)
@@ -434,6 +503,35 @@ static void walk_on_complete(const struct dirahead_completion *c)
 	pump(w);
 }
 
+/* n was listed only, ahead of the program, and the depth it is at is judged to pay now: it is
+ * opened again in its turn (its listing is cached by now) and its entries fetched. */
+static void refetch(struct walk *w, struct wnode *n)
+{
+	struct walk_mgr *m = w->mgr;
+	struct wnode *p = n->parent;
+	assert(n->lo_ahead && n->state == WN_DONE && p && p->hold && n->ahead && !n->visited);
+	n->lo_ahead = false;
+	p->kids_lo--;
+	n->ahead = false;
+	w->dirs_ahead--;
+	w->entries_ahead -= n->completed;
+	n->completed = 0;
+	n->state = WN_NEW;
+	p->kids_new++;
+	wtree_new_below_add(n, 1);
+	m->st->walk_dirs_refetched++;
+}
+
+/* Every directory below n listed only ahead of the program whose depth pays now: refetched. */
+static void refetch_below(struct walk *w, struct wnode *n)
+{
+	if (n->lo_ahead && n->state == WN_DONE &&
+	    policy_walk_fetch(&w->depths, w->list_only, n->depth) == POL_FETCH_ENTRIES)
+		refetch(w, n);
+	for (uint32_t i = n->first; i < n->nkids; i++)
+		refetch_below(w, n->kids[i]);
+}
+
 static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
 {
 	struct wnode *n = dir_data;
@@ -461,16 +559,21 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 		m->st->walk_not_entered++;
 		log_debug("walk of pid %u: %s: %s", w->tgid, n->name, strerror(error));
 	}
-	if (!n->kids_new) {
-		dirahead_dirfd_put(n->hold);
-		n->hold = NULL;
+	release_hold(n);
+	/* listed only, ahead: its entries may be fetched still, if its depth is judged to pay */
+	if (!error && n->lo && n->ahead && w->rejudge && n->parent && n->parent->hold &&
+	    w->life == WALK_WALKING) {
+		n->lo_ahead = true;
+		n->parent->kids_lo++;
+		if (policy_walk_fetch(&w->depths, w->list_only, n->depth) == POL_FETCH_ENTRIES)
+			refetch(w, n); /* judged so while it was being listed */
 	}
 	/* (not the top: the program has just listed it itself, it is cached whatever the
 	 * filesystem) */
 	if (!error && n != w->root && policy_enabled(m->pol) &&
 	    policy_list_account(m->pol, walk_fs(w), info.list_ns, info.list_cpu_ns,
 				info.first_read_ns, mono_ns()) ==
-		    POL_FAST && w->list_only) {
+		    POL_FAST && w->list_only && !policy_walk_fetches(&w->depths)) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
 		end_walk(w, DD_END_FAST);
 		return;
@@ -618,6 +721,12 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		w->up_fd[i] = -1;
 	w->cred = cred;
 	w->cgroup_id = ev->cgroup_id;
+	if (list_only && policy_enabled(m->pol)) {
+		uint32_t fsi = ev->fsinfo |
+			       policy_fsinfo(m->pol, ev->dev_major, ev->dev_minor, ev->magic);
+		w->rejudge = policy_walk_rejudgeable(walk_fs_ev(m, ev), fsknow_entries(fsi) ==
+									  FSKNOW_NO_LOOKUPS);
+	}
 	w->start_ns = w->last_ns = mono_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
@@ -632,6 +741,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->n++;
 	m->st->walks_started++;
 	m->st->walks_list_only += list_only;
+	tell_watch(m);
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
 	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, list_only ? "list" : "prefetch",
@@ -722,6 +832,39 @@ static void cand_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		detector_walker_clear(m->det, ev->tgid);
 }
 
+bool walk_mgr_blocked(struct walk_mgr *m, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+		      uint64_t ino)
+{
+	struct walk *w = walk_of(m, tgid);
+	if (!w || !w->rejudge || !w->list_only || w->dev_major != dev_major ||
+	    w->dev_minor != dev_minor)
+		return false;
+	/* where it blocked: the directory it stats in, else where it lists now; before the top is
+	 * open, the directory it listed first (a child of the top) is all there is */
+	unsigned depth;
+	struct wnode *n = ino && w->life == WALK_WALKING ? wtree_find(&w->tree, ino) : NULL;
+	if (!n && w->life == WALK_WALKING)
+		n = w->cursor;
+	if (n)
+		depth = n->depth;
+	else if (w->life == WALK_OPENING && (!ino || ino == w->top_ino))
+		depth = 1;
+	else
+		return false;
+	if (!policy_walk_blocked(&w->depths, depth))
+		return false;
+	m->st->walk_depths_rejudged++;
+	tell_watch(m);
+	log_debug("walk of pid %u below %s: its stats block at depth %u: fetching the entries "
+		  "there", w->tgid, w->path, depth);
+	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, "fetch-depth", NULL);
+	if (w->life == WALK_WALKING) {
+		refetch_below(w, w->root);
+		pump(w);
+	}
+	return true;
+}
+
 /* What the program's listing of the directory it lists now cost it (BPF times it), as a sample
  * for the cost model.  true: the walk ended (its listings do not pay). */
 static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
@@ -739,7 +882,7 @@ static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 			  "(%u), the daemon's %.0f us: %s", w->tgid, fs->list.ahead_ns / 1e3,
 			  fs->list.own_ns / 1e3, fs->list.n_own, fs->list.first_ns / 1e3,
 			  pol_verdict_names[v]);
-	if (v == POL_NO_GAIN && w->list_only) {
+	if (v == POL_NO_GAIN && w->list_only && !policy_walk_fetches(&w->depths)) {
 		end_walk(w, DD_END_NO_GAIN);
 		return true;
 	}
@@ -810,12 +953,15 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	}
 	if (fd >= 0)
 		w->up_fd[anc] = -1;
+	struct pol_depths depths = w->depths; /* the same directories, deeper below the new top */
 	end_walk(w, DD_END_LEFT); /* w may be freed */
 	char top[DIRAHEAD_PATH_LEN];
 	snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 		 (unsigned long long)ev->parent_ino);
 	struct walk *nw = fd >= 0 ? walk_new(m, ev, top, list_only) : NULL;
 	if (nw) {
+		nw->depths = depths;
+		policy_depths_shift(&nw->depths, (unsigned)anc + 1);
 		walk_root(nw, fd, up, up_fd);
 		return;
 	}
@@ -852,9 +998,16 @@ bool walk_mgr_tick(struct walk_mgr *m)
 			continue;
 		struct pol_fs *fs = walk_fs(w);
 		if (w->list_only) {
-			if (!policy_list_allowed(m->pol, fs, t))
+			/* (one that fetches entries where they block lives for those) */
+			if (!policy_list_allowed(m->pol, fs, t) && !policy_walk_fetches(&w->depths))
 				end_walk(w, fs->list.verdict == POL_FAST ? DD_END_FAST
 									 : DD_END_NO_GAIN);
+			else if (fs->verdict == POL_NO_GAIN && w->rejudge) {
+				/* prefetch was tried there since, and did not pay: listings only */
+				w->rejudge = false;
+				w->depths = (struct pol_depths){ { 0 } };
+				tell_watch(m);
+			}
 		} else if (fs->verdict == POL_NO_GAIN) {
 			/* fetching entries does not pay here: listing ahead may still */
 			if (m->cfg.walk_list_only && policy_list_allowed(m->pol, fs, t)) {

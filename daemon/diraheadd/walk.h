@@ -68,6 +68,18 @@ void walk_mgr_candidate(struct walk_mgr *w, const struct dirahead_event *ev);
 bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid, uint32_t dev_major,
 		      uint32_t dev_minor);
 void walk_mgr_on_listing(struct walk_mgr *w, const struct dirahead_event *ev);
+/* A stat of process tgid blocked on that filesystem, in directory ino (0: not known; the
+ * sentinel's signal): where its walk lists only because the stats at its top were fast, the
+ * depth of that directory is judged to pay, and the walk fetches the entries of the
+ * directories there from now on, those it listed only already included (policy.h,
+ * struct pol_depths).  true if that changed the walk. */
+bool walk_mgr_blocked(struct walk_mgr *w, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor,
+		      uint64_t ino);
+/* Is any walk waiting for that signal (listing only, judgeable, fetching nowhere yet)?  The
+ * signal is wanted at once then: changed(ctx) is called each time the answer changes (the
+ * arming's, which has the sentinel's records wake the daemon meanwhile; NULL: none). */
+bool walk_mgr_rejudging(const struct walk_mgr *w);
+void walk_mgr_set_watch(struct walk_mgr *w, void (*changed)(void *ctx), void *ctx);
 /* DIRAHEAD_EV_END with scan_id 0: the walker is gone. */
 void walk_mgr_on_exit(struct walk_mgr *w, const struct dirahead_event *ev);
 /* Ends idle walks and walks on filesystems where prefetch stopped paying, lets go of watched

@@ -30,6 +30,7 @@ struct wnode *wtree_node_new(struct wtree *t, struct walk *w, struct wnode *pare
 		return NULL;
 	n->w = w;
 	n->parent = parent;
+	n->depth = parent ? parent->depth + 1 : 0;
 	n->index = index;
 	n->ino = ino;
 	memcpy(n->name, name, len + 1);

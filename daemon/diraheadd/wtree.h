@@ -24,11 +24,17 @@ struct wnode {
 	struct wnode **kids;        /* subdirectories, sorted by the walk's order; [first, nkids) */
 	uint32_t nkids, capkids, first;
 	uint32_t kids_new;          /* kids still WN_NEW: the hold is needed to open them */
+	uint32_t kids_lo;           /* kids listed only, ahead (lo_ahead): the hold is kept to
+				     * fetch their entries if their depth is judged to pay */
+	uint32_t depth;             /* below the walk's top (0) */
 	uint32_t new_below;         /* WN_NEW nodes below (not counting itself) */
 	enum wn_state state;
 	bool visited;               /* the program listed it */
 	bool ahead;                 /* opened by the walk, not yet listed by the program */
 	bool zombie;                /* dropped from the tree; freed when its dir is done */
+	bool lo;                    /* opened to list only (DIRAHEAD_DIR_LIST_ONLY) */
+	bool lo_ahead;              /* ... and listed so, ahead of the program (counted in its
+				     * parent's kids_lo) */
 	struct wnode *zombie_next;  /* w->zombies */
 	char *last_name;            /* the kid the program listed last (for its order) */
 	uint64_t last_index;
@@ -45,8 +51,8 @@ struct wtree {
 	bool by_name;               /* the program visits subdirectories in name order */
 };
 
-/* A node (zeroed but for these), known by its inode from now; NULL if out of memory or the
- * inode is known already (a hard-linked directory seen twice). */
+/* A node (zeroed but for these, and its depth: its parent's + 1), known by its inode from now;
+ * NULL if out of memory or the inode is known already (a hard-linked directory seen twice). */
 struct wnode *wtree_node_new(struct wtree *t, struct walk *w, struct wnode *parent,
 			     const char *name, uint64_t index, uint64_t ino);
 struct wnode *wtree_find(struct wtree *t, uint64_t ino);

@@ -937,6 +937,14 @@ def make_tree(d, ndirs, nfiles, rng):
                          os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
 
+def make_tree2(d, ntop, ndirs, nfiles, rng):
+    """Two levels: ntop directories of ndirs directories of nfiles files (a tree whose top is
+    directories only and whose leaves hold the files, as real trees are)."""
+    os.makedirs(d)
+    for t in range(ntop):
+        make_tree(os.path.join(d, f"t{t:03d}"), ndirs, nfiles, rng)
+
+
 def make_copy(d, src):
     sh(["cp", "-a", src, d])
 
@@ -1076,6 +1084,11 @@ def plan(quick, ssh_delay_us=250):
             S.append(dict(id=f"slowblk-{fs}-cold-tree300x50", fs="slowblk", image=fs, read_us=500,
                           layout="tree300x50", cache="cold", tools=["find_ls", "du", "tar"],
                           runs=3))
+            # two levels deep: the upper directories' entries (directories) are cheap, the
+            # leaves' (files) each cost a read; judged by its top, the tree goes unhelped
+            S.append(dict(id=f"slowblk-{fs}-cold-tree10x30x50", fs="slowblk", image=fs,
+                          read_us=500, layout="tree10x30x50", cache="cold",
+                          tools=["find_ls", "du"], runs=3))
         # Python start-up: many small directories listed and stat'ed; nothing to gain, only
         # harm to avoid.
         S.append(dict(id="python-startup", fs="python", layout=None, cache="warm",
@@ -1093,6 +1106,7 @@ LAYOUTS = {
     "dir50k": ("flat", 50000), "dir100k": ("flat", 100000), "tree50x50": ("tree", 50, 50),
     "tree200x50": ("tree", 200, 50), "tree300x50": ("tree", 300, 50),
     "tree500x100": ("tree", 500, 100), "usrinclude": ("copy", "/usr/include"),
+    "tree10x30x50": ("tree2", 10, 30, 50),
 }
 
 
@@ -1102,6 +1116,8 @@ def make_layout(d, layout, rng):
         make_flat(d, kind[1], rng)
     elif kind[0] == "tree":
         make_tree(d, kind[1], kind[2], rng)
+    elif kind[0] == "tree2":
+        make_tree2(d, kind[1], kind[2], kind[3], rng)
     else:
         make_copy(d, kind[1])
 

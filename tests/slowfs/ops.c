@@ -299,6 +299,28 @@ void sf_node_forget(uint64_t id, uint64_t nlookup)
 	pthread_mutex_unlock(&nodes_lock);
 }
 
+/* --depth-latency: the depth of the entries a request on node `id` reaches (the root is 0, its
+ * entries 1): of the node itself, or one deeper with `below` (a lookup in it, its listing).
+ * -1 without depth rules or for a node not known. */
+static int node_depth(uint64_t id, bool below)
+{
+	int d = -1;
+
+	if (!sf_cfg.n_depth_lat)
+		return -1;
+	pthread_mutex_lock(&nodes_lock);
+	const struct node *n = find_id(id);
+	if (n) {
+		d = below;
+		for (; n && n != &root_node; n = n->parent)
+			d++;
+		if (!n)
+			d = -1; /* detached from the root: stale */
+	}
+	pthread_mutex_unlock(&nodes_lock);
+	return d;
+}
+
 /* --cache-listing: is the listing of directory `id` (or, with of_parent, of the directory
  * holding `id`) cached?  Then the reply goes out at once, as from a client's cache. */
 static bool listing_cached(uint64_t id, bool of_parent)
@@ -387,7 +409,7 @@ static void sf_init(void *userdata, struct fuse_conn_info *conn)
 
 static void sf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct sf_reply *r = sf_reply_new(req, SF_OP_LOOKUP);
+	struct sf_reply *r = sf_reply_new_at(req, SF_OP_LOOKUP, node_depth(parent, true));
 	char path[PATH_MAX];
 	struct stat st;
 	int fail = sf_fail_lookups;
@@ -440,7 +462,7 @@ static void sf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void sf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct sf_reply *r = sf_reply_new(req, SF_OP_GETATTR);
+	struct sf_reply *r = sf_reply_new_at(req, SF_OP_GETATTR, node_depth(ino, false));
 	char path[PATH_MAX];
 
 	(void)fi;
@@ -462,7 +484,7 @@ static void sf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void sf_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct sf_reply *r = sf_reply_new(req, SF_OP_READLINK);
+	struct sf_reply *r = sf_reply_new_at(req, SF_OP_READLINK, node_depth(ino, false));
 	char path[PATH_MAX];
 	ssize_t n;
 
@@ -492,7 +514,7 @@ static void undo_open(struct sf_reply *r)
 
 static void sf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct sf_reply *r = sf_reply_new(req, SF_OP_OPEN);
+	struct sf_reply *r = sf_reply_new_at(req, SF_OP_OPEN, node_depth(ino, false));
 	char path[PATH_MAX];
 	int fd;
 
@@ -573,7 +595,7 @@ static void undo_opendir(struct sf_reply *r)
 
 static void sf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct sf_reply *r = sf_reply_new(req, SF_OP_OPENDIR);
+	struct sf_reply *r = sf_reply_new_at(req, SF_OP_OPENDIR, node_depth(ino, true));
 	char path[PATH_MAX];
 	struct dirh *d;
 	int fd;
@@ -602,6 +624,10 @@ static void sf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	r->kind = SF_R_OPEN;
 	r->u.fi = *fi;
 	r->u.fi.fh = (uint64_t)(uintptr_t)d;
+	/* --cache-readdir: the kernel keeps what was read of it, across opens (as a local
+	 * filesystem's page cache keeps a directory's blocks) */
+	r->u.fi.cache_readdir = sf_cfg.cache_readdir;
+	r->u.fi.keep_cache = sf_cfg.cache_readdir;
 	r->undo = undo_opendir;
 out:
 	sf_reply_submit(r);
@@ -610,7 +636,8 @@ out:
 static void do_readdir(fuse_req_t req, fuse_ino_t dir, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
-	struct sf_reply *r = sf_reply_new(req, plus ? SF_OP_READDIRPLUS : SF_OP_READDIR);
+	struct sf_reply *r = sf_reply_new_at(req, plus ? SF_OP_READDIRPLUS : SF_OP_READDIR,
+					     node_depth(dir, true));
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	size_t pos = 0;
 
@@ -721,7 +748,7 @@ static void sf_statfs(fuse_req_t req, fuse_ino_t ino)
 
 static void sf_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	struct sf_reply *r = sf_reply_new(req, SF_OP_ACCESS);
+	struct sf_reply *r = sf_reply_new_at(req, SF_OP_ACCESS, node_depth(ino, false));
 	char path[PATH_MAX];
 
 	if (!r)

@@ -304,9 +304,38 @@ static uint64_t jitter(void)
 	return rng_state % (sf_cfg.jitter_ns + 1);
 }
 
+/* The operations --latency-us (and so --depth-latency) delays. */
+static bool metadata_op(enum sf_op op)
+{
+	switch (op) {
+	case SF_OP_LOOKUP: case SF_OP_GETATTR: case SF_OP_READLINK: case SF_OP_OPEN:
+	case SF_OP_OPENDIR: case SF_OP_READDIR: case SF_OP_READDIRPLUS: case SF_OP_ACCESS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+uint64_t sf_delay_ns(enum sf_op op, int depth)
+{
+	uint64_t d = sf_cfg.lat_ns[op];
+	if (depth < 0 || !metadata_op(op))
+		return d;
+	for (unsigned i = 0; i < sf_cfg.n_depth_lat; i++)
+		if (sf_cfg.depth_lat[i].depth <= (unsigned)depth)
+			d = sf_cfg.depth_lat[i].ns;
+	return d;
+}
+
 struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 {
+	return sf_reply_new_at(req, op, -1);
+}
+
+struct sf_reply *sf_reply_new_at(fuse_req_t req, enum sf_op op, int depth)
+{
 	struct sf_reply *r = calloc(1, sizeof(*r));
+	uint64_t delay = sf_delay_ns(op, depth);
 
 	pid_t tgid = sf_stats_begin(op, fuse_req_ctx(req)->pid, fuse_req_ctx(req)->uid);
 
@@ -321,8 +350,9 @@ struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op)
 	r->op = op;
 	r->kind = SF_R_ERR;
 	r->due_ns = sf_now_ns();
-	if (sf_cfg.lat_ns[op]) {
-		uint64_t d = sf_cfg.lat_ns[op] + jitter();
+	if (delay) {
+		uint64_t d = delay + jitter();
+		sf_stats_delayed(tgid);
 		if (sf_cfg.serial) {
 			/* --serial: each delayed reply waits for the one before it */
 			pthread_mutex_lock(&lock);

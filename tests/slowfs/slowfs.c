@@ -57,6 +57,10 @@ static void usage(FILE *f)
 	      "  --getattr-us N        override for getattr\n"
 	      "  --readdir-us N        override for readdir/readdirplus\n"
 	      "  --read-us N           delay of data reads (default 0)\n"
+	      "  --depth-latency D:N   delay of metadata requests on entries at depth D or deeper\n"
+	      "                        (the root's entries are at depth 1; a listing counts at its\n"
+	      "                        entries' depth), instead of the above; repeatable, the rule\n"
+	      "                        of the greatest D that applies wins\n"
 	      "  --jitter-us N         add a uniform random 0..N us to every delayed reply\n"
 	      "  --attr-timeout S      attribute cache timeout, seconds (default 60, 0 = none)\n"
 	      "  --entry-timeout S     name cache timeout, seconds (default 60, 0 = none)\n"
@@ -68,6 +72,8 @@ static void usage(FILE *f)
 	      "  --cache-listing S     like sshfs: once a directory was listed to its end, answer\n"
 	      "                        its opendir and readdir and the lookups and getattrs of its\n"
 	      "                        entries at once for S seconds (default 0: off)\n"
+	      "  --cache-readdir       let the kernel cache directory listings across opens\n"
+	      "                        (FOPEN_CACHE_DIR, FOPEN_KEEP_CACHE); opendir still asks\n"
 	      "  --no-parallel-dirops  do not negotiate FUSE_PARALLEL_DIROPS (kernel serializes\n"
 	      "                        lookups within a directory)\n"
 	      "  --serial              answer delayed requests one after another (a server with\n"
@@ -121,10 +127,39 @@ static double parse_seconds(const char *opt, const char *s)
 	return v;
 }
 
+/* --depth-latency DEPTH:US, kept sorted by depth; a depth given again replaces its rule. */
+static void parse_depth_latency(const char *s)
+{
+	char buf[64], *colon, *end;
+	unsigned long depth;
+	unsigned i;
+
+	if (strlen(s) >= sizeof(buf) || !(colon = strchr(strcpy(buf, s), ':')))
+		die_usage("--depth-latency: expected DEPTH:US, got '%s'", s);
+	*colon = '\0';
+	errno = 0;
+	depth = strtoul(buf, &end, 10);
+	if (errno || end == buf || *end || buf[0] == '-' || depth > 4096)
+		die_usage("--depth-latency: not a depth between 0 and 4096: '%s'", buf);
+	uint64_t ns = parse_us("--depth-latency", colon + 1);
+	for (i = 0; i < sf_cfg.n_depth_lat && sf_cfg.depth_lat[i].depth < depth; i++)
+		;
+	if (i < sf_cfg.n_depth_lat && sf_cfg.depth_lat[i].depth == depth) {
+		sf_cfg.depth_lat[i].ns = ns;
+		return;
+	}
+	if (sf_cfg.n_depth_lat == SF_MAX_DEPTH_RULES)
+		die_usage("--depth-latency: at most %d rules", SF_MAX_DEPTH_RULES);
+	memmove(&sf_cfg.depth_lat[i + 1], &sf_cfg.depth_lat[i],
+		(sf_cfg.n_depth_lat - i) * sizeof(sf_cfg.depth_lat[0]));
+	sf_cfg.depth_lat[i] = (struct sf_depth_lat){ (unsigned)depth, ns };
+	sf_cfg.n_depth_lat++;
+}
+
 enum {
 	O_LATENCY = 256, O_LOOKUP, O_GETATTR, O_READDIR, O_READ, O_JITTER, O_ATTR_TMO,
 	O_ENTRY_TMO, O_NEG_TMO, O_RDPLUS, O_NO_PAR, O_THREADS, O_CONTROL, O_DEBUG, O_FUSE_DEBUG,
-	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL, O_SERIAL,
+	O_CACHE_LIST, O_NO_ALLOW_OTHER, O_ACL, O_SERIAL, O_DEPTH_LAT, O_CACHE_RD,
 };
 
 static const struct option longopts[] = {
@@ -134,11 +169,13 @@ static const struct option longopts[] = {
 	{ "readdir-us", required_argument, NULL, O_READDIR },
 	{ "read-us", required_argument, NULL, O_READ },
 	{ "jitter-us", required_argument, NULL, O_JITTER },
+	{ "depth-latency", required_argument, NULL, O_DEPTH_LAT },
 	{ "attr-timeout", required_argument, NULL, O_ATTR_TMO },
 	{ "entry-timeout", required_argument, NULL, O_ENTRY_TMO },
 	{ "negative-timeout", required_argument, NULL, O_NEG_TMO },
 	{ "readdirplus", no_argument, NULL, O_RDPLUS },
 	{ "cache-listing", required_argument, NULL, O_CACHE_LIST },
+	{ "cache-readdir", no_argument, NULL, O_CACHE_RD },
 	{ "no-allow-other", no_argument, NULL, O_NO_ALLOW_OTHER },
 	{ "acl", no_argument, NULL, O_ACL },
 	{ "no-parallel-dirops", no_argument, NULL, O_NO_PAR },
@@ -165,6 +202,7 @@ static void parse_args(int argc, char **argv)
 		case O_GETATTR: getattr = (int64_t)parse_us("--getattr-us", optarg); break;
 		case O_READDIR: readdir = (int64_t)parse_us("--readdir-us", optarg); break;
 		case O_READ: read = (int64_t)parse_us("--read-us", optarg); break;
+		case O_DEPTH_LAT: parse_depth_latency(optarg); break;
 		case O_JITTER: sf_cfg.jitter_ns = parse_us("--jitter-us", optarg); break;
 		case O_ATTR_TMO: sf_cfg.attr_timeout = parse_seconds("--attr-timeout", optarg); break;
 		case O_ENTRY_TMO:
@@ -174,6 +212,7 @@ static void parse_args(int argc, char **argv)
 			sf_cfg.negative_timeout = parse_seconds("--negative-timeout", optarg);
 			break;
 		case O_RDPLUS: sf_cfg.readdirplus = true; break;
+		case O_CACHE_RD: sf_cfg.cache_readdir = true; break;
 		case O_NO_ALLOW_OTHER: sf_cfg.allow_other = false; break;
 		case O_ACL: sf_cfg.acl = true; break;
 		case O_CACHE_LIST:

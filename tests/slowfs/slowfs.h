@@ -42,6 +42,9 @@ enum sf_op {
 
 extern const char *const sf_op_names[SF_OP_COUNT];
 
+/* --depth-latency rules at most */
+#define SF_MAX_DEPTH_RULES 8
+
 struct sf_config {
 	const char *backing;
 	const char *mountpoint;
@@ -49,6 +52,13 @@ struct sf_config {
 	const char *extra_opts;		/* extra -o mount options, or NULL */
 	uint64_t lat_ns[SF_OP_COUNT];	/* reply delay per operation */
 	uint64_t jitter_ns;		/* uniform extra delay 0..jitter_ns */
+	/* --depth-latency DEPTH:US: metadata requests on entries at DEPTH or deeper wait US; the
+	 * rule with the greatest DEPTH not above the request's applies (sorted by depth) */
+	struct sf_depth_lat {
+		unsigned depth;
+		uint64_t ns;
+	} depth_lat[SF_MAX_DEPTH_RULES];
+	unsigned n_depth_lat;
 	double attr_timeout;
 	double entry_timeout;
 	double negative_timeout;	/* >0: cache ENOENT lookups that long */
@@ -57,6 +67,7 @@ struct sf_config {
 	bool allow_other;		/* false: --no-allow-other */
 	bool acl;			/* --acl: xattrs served, POSIX ACLs enforced by the kernel */
 	uint64_t cache_listing_ns;	/* >0: a directory listed to its end answers at once so long */
+	bool cache_readdir;		/* --cache-readdir: FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE */
 	bool parallel_dirops;
 	bool serial;			/* --serial: delayed replies one after another */
 	bool debug;
@@ -82,6 +93,7 @@ void sf_stats_init(void);
 /* uid: the caller's fsuid.  Returns the caller's thread group (0 if not known). */
 pid_t sf_stats_begin(enum sf_op op, pid_t tid, uid_t uid);
 void sf_stats_cached(pid_t tid);	/* a reply sent at once from the listing cache */
+void sf_stats_delayed(pid_t tgid);	/* a request of process tgid was given a delay */
 void sf_stats_done(enum sf_op op);
 void sf_stats_print(FILE *out);
 void sf_stats_reset(void);
@@ -155,6 +167,12 @@ struct sf_reply {
 
 /* Allocate a reply for @req, zeroed; the delay starts now. */
 struct sf_reply *sf_reply_new(fuse_req_t req, enum sf_op op);
+/* The same for a request on entries at @depth (the mount's root is 0, its entries 1; a listing
+ * counts at its entries' depth): --depth-latency may set its delay.  depth < 0: unknown. */
+struct sf_reply *sf_reply_new_at(fuse_req_t req, enum sf_op op, int depth);
+/* The delay of @op at @depth (< 0: unknown): a --depth-latency rule's for metadata, else the
+ * operation's own. */
+uint64_t sf_delay_ns(enum sf_op op, int depth);
 /* Hand @r over: it is sent when its delay has passed (and the filesystem is not stalled). */
 void sf_reply_submit(struct sf_reply *r);
 void sf_reply_err(fuse_req_t req, enum sf_op op, int err);

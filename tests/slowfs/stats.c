@@ -50,6 +50,7 @@ struct pid_ent {		/* per thread group counters */
 	pid_t tgid;
 	uint64_t n[SF_OP_COUNT];
 	uint64_t cached;	/* replies the listing cache sent at once (--cache-listing) */
+	uint64_t delayed;	/* requests given a delay (by operation, or --depth-latency) */
 	uid_t uids[4];		/* the (fs)uids its requests came with: a daemon acting for */
 	unsigned nuids;		/* a program must show that program's (more: the first 4) */
 	uint64_t watched[SF_OP_COUNT];	/* its requests into the watched directory */
@@ -188,6 +189,18 @@ void sf_stats_cached(pid_t tid)
 	total_cached++;
 	if (tgid > 0 && (p = pid_ent_locked(tgid)) != NULL)
 		p->cached++;
+	pthread_mutex_unlock(&lock);
+}
+
+void sf_stats_delayed(pid_t tgid)
+{
+	struct pid_ent *p;
+
+	if (tgid <= 0)
+		return;
+	pthread_mutex_lock(&lock);
+	if ((p = pid_ent_locked(tgid)) != NULL)
+		p->delayed++;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -349,6 +362,9 @@ void sf_stats_print(FILE *out)
 	for (op = 0; op < SF_OP_COUNT; op++)
 		fprintf(out, "latency_us.%s=%" PRIu64 "\n", sf_op_names[op], sf_cfg.lat_ns[op] / 1000);
 	fprintf(out, "jitter_us=%" PRIu64 "\n", sf_cfg.jitter_ns / 1000);
+	for (unsigned i = 0; i < sf_cfg.n_depth_lat; i++)
+		fprintf(out, "depth_latency_us.%u=%" PRIu64 "\n", sf_cfg.depth_lat[i].depth,
+			sf_cfg.depth_lat[i].ns / 1000);
 	fprintf(out, "stalled=%d\n", sf_sched_stalled());
 	fprintf(out, "stalled_pid=%d\n", (int)sf_sched_stalled_pid());
 	fprintf(out, "fail_lookups=%d\n", sf_fail_lookups);
@@ -395,10 +411,7 @@ void sf_stats_print(FILE *out)
 		}
 		fprintf(out, "pid.%d.all=%" PRIu64 "\n", (int)list[i]->tgid, all);
 		/* what it waited for: delayed requests, not those the listing cache answered */
-		uint64_t slow = 0;
-		for (op = 0; op < SF_OP_COUNT; op++)
-			if (sf_cfg.lat_ns[op])
-				slow += list[i]->n[op];
+		uint64_t slow = list[i]->delayed;
 		slow -= list[i]->cached < slow ? list[i]->cached : slow;
 		fprintf(out, "pid.%d.cached=%" PRIu64 "\n", (int)list[i]->tgid, list[i]->cached);
 		fprintf(out, "pid.%d.uids=", (int)list[i]->tgid);

@@ -722,6 +722,49 @@ static void test_fsinfo_kept(void **state)
 	assert_int_equal(policy_fsinfo(p, 0, 60, EXT4), 0);
 }
 
+/* Where the cost is (issue 24 item 2): a list-only walk lists at every depth until its program's
+ * stats block at one; then it fetches the entries there, and there only.  A full walk fetches
+ * everywhere.  Depths beyond the table share its last entry; a walk re-rooted above its top
+ * keeps its verdicts for the same directories, now deeper.  A no_gain filesystem, or one whose
+ * lookups serialize, is not judged again so. */
+static void test_walk_depths(void **state)
+{
+	struct policy *p = *state;
+	struct pol_depths d = { { 0 } };
+	assert_int_equal(policy_walk_fetch(&d, false, 0), POL_FETCH_ENTRIES);
+	assert_int_equal(policy_walk_fetch(&d, false, 3), POL_FETCH_ENTRIES);
+	for (unsigned i = 0; i < 2 * POL_WALK_DEPTHS; i++)
+		assert_int_equal(policy_walk_fetch(&d, true, i), POL_FETCH_LIST);
+	assert_false(policy_walk_fetches(&d));
+	assert_true(policy_walk_blocked(&d, 2));
+	assert_false(policy_walk_blocked(&d, 2)); /* judged so already */
+	assert_true(policy_walk_fetches(&d));
+	assert_int_equal(policy_walk_fetch(&d, true, 1), POL_FETCH_LIST);
+	assert_int_equal(policy_walk_fetch(&d, true, 2), POL_FETCH_ENTRIES);
+	assert_int_equal(policy_walk_fetch(&d, true, 3), POL_FETCH_LIST);
+	/* re-rooted one level up: depth 2 is depth 3 now */
+	policy_depths_shift(&d, 1);
+	assert_int_equal(policy_walk_fetch(&d, true, 2), POL_FETCH_LIST);
+	assert_int_equal(policy_walk_fetch(&d, true, 3), POL_FETCH_ENTRIES);
+	policy_depths_shift(&d, 0);
+	assert_int_equal(policy_walk_fetch(&d, true, 3), POL_FETCH_ENTRIES);
+	policy_depths_shift(&d, POL_WALK_DEPTHS + 1);
+	assert_false(policy_walk_fetches(&d));
+	/* the deepest levels share one verdict */
+	assert_true(policy_walk_blocked(&d, 5 * POL_WALK_DEPTHS));
+	assert_int_equal(policy_walk_fetch(&d, true, POL_WALK_DEPTHS - 1), POL_FETCH_ENTRIES);
+	assert_int_equal(policy_walk_fetch(&d, true, 3 * POL_WALK_DEPTHS), POL_FETCH_ENTRIES);
+	assert_int_equal(policy_walk_fetch(&d, true, POL_WALK_DEPTHS - 2), POL_FETCH_LIST);
+	/* who may be judged so */
+	struct pol_fs *fs = policy_fs(p, 8, 1, EXT4, T0);
+	assert_true(policy_walk_rejudgeable(fs, false));
+	assert_false(policy_walk_rejudgeable(fs, true));
+	fs->verdict = POL_FAST;
+	assert_true(policy_walk_rejudgeable(fs, false));
+	fs->verdict = POL_NO_GAIN;
+	assert_false(policy_walk_rejudgeable(fs, false));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -730,6 +773,7 @@ int main(void)
 		T(test_blocked_rejudges),
 		T(test_blocked_backoff),
 		T(test_fsinfo_kept),
+		T(test_walk_depths),
 		T(test_start_fast),
 		T(test_start_slow),
 		T(test_pays_starts_at_once),
