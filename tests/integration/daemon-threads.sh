@@ -6,7 +6,7 @@
 #     four list before any goes past its first entries, so every thread lists while the others
 #     are in the middle of theirs.  Each directory is prefetched for its thread (the process
 #     sends under 10% of the lookups it sends alone), and every scan ends only when its thread
-#     is done with it (completed, having fetched the whole directory).
+#     is done with it (completed: the whole directory fetched, or nearly, the program done first).
 #  2. A thread with a cwd and an fd table of its own (unshare(CLONE_FS | CLONE_FILES)): it
 #     chdirs into the directory and stats the entries by its dirfd.  /proc/PID/{cwd,fd} show the
 #     main thread's; the daemon opens the directory through /proc/PID/task/TID and prefetches it.
@@ -85,7 +85,11 @@ assert_le $((on4 * 10)) "$off4" "4 threads: lookups with the daemon x10"
 for i in 0 1 2 3; do
 	e=$(grep "$T/mnt/on/t$i/dir: " <<<"$ends" || true)
 	assert_eq "$(grep -c . <<<"$e")" 1 "thread $i: one scan"
-	assert_contains "$e" ": completed, $N prefetched" "thread $i: ended completed, the whole directory fetched"
+	# completed: the whole directory fetched, or the program done with it first (on a busy
+	# machine its last few stats may come before the daemon's: seen 298 of 300)
+	assert_contains "$e" ": completed, " "thread $i: ended completed"
+	got=$(sed -n 's/.*: completed, \([0-9]*\) prefetched.*/\1/p' <<<"$e")
+	assert_ge "${got:-0}" $((N * 9 / 10)) "thread $i: entries prefetched"
 done
 
 mm0=$(daemon_stat skips.mismatch)
