@@ -15,13 +15,13 @@
 need_root
 need_cmd find ls
 
-N=2000 D=12 F=20
+N=2000 D=60 F=20
 make_files "$T/back/flat" $N
 for i in $(seq 1 $D); do make_files "$T/back/tree/d$i" $F; done
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 ln -s "$(realpath "$(command -v find)")" "$T/dra-find"
 printf "[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[daemon]\nlog_level = debug\n" >"$DAEMON_CONF"
-SSHFS_LIKE=(--no-parallel-dirops --readdirplus --cache-listing 60 --latency-us 1000)
+SSHFS_LIKE=(--no-parallel-dirops --readdirplus --cache-listing 60 --latency-us 2000)
 
 daemon_start
 dstat() { slowfs_stat "pid.$DAEMON_PID.$1"; }
