@@ -13,7 +13,6 @@
 
 #include "daemon.h"
 #include "detector.h"
-#include "fsknow.h"
 #include "gate.h"
 #include "log.h"
 #include "monoclock.h"
@@ -126,8 +125,7 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 			  ev->tgid, ev->comm, call_name(ev->call), ev->dev_major, ev->dev_minor);
 		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
 	}
-	bool helpable = ev->fs == DIRAHEAD_SENT_FS_UNKNOWN || fsknow_arm(ev->fsinfo, ev->lists);
-	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev), helpable);
+	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev));
 	if (s == ARM_SIG_ARMED) {
 		if (set_hooks(a, true, true) < 0)
 			s = ARM_SIG_FAILED;
@@ -140,10 +138,6 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 	} else if (s == ARM_SIG_IGNORED_VERDICT && a->sig[s] % 64 == 0) {
 		log_debug("not armed: pid %u (%.16s) blocked on %u:%u, where prefetch does not pay",
 			  ev->tgid, ev->comm, ev->dev_major, ev->dev_minor);
-	} else if (s == ARM_SIG_IGNORED_NO_WALK && a->sig[s] % 64 == 0) {
-		log_debug("not armed: pid %u (%.16s) blocked in %s on %u:%u, where lookups serialize "
-			  "(only a walk could be helped) after listing %u directory", ev->tgid,
-			  ev->comm, call_name(ev->call), ev->dev_major, ev->dev_minor, ev->lists);
 	}
 	a->sig[s]++;
 	return 0;

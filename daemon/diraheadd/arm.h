@@ -24,8 +24,6 @@ struct arm;
 	X(KEPT, "kept")                     /* they were attached: it keeps them so for quiet_s */ \
 	X(IGNORED_VERDICT, "ignored_verdict")/* its filesystem's verdict is fast or no_gain, or hung */ \
 	X(IGNORED_FILTER, "ignored_filter") /* a pseudo filesystem, or [filter] excludes it */     \
-	X(IGNORED_NO_WALK, "ignored_no_walk")/* only a walk could be helped there (fsknow_arm),    \
-					      * and it listed one directory so far */             \
 	X(FAILED, "attach_failed")          /* attaching failed (counted, retried on the next) */
 
 #define X_ENUM(e, s) ARM_SIG_##e,
@@ -47,17 +45,13 @@ struct arm_stats {
 };
 
 /* Pure decisions (tests/unit/test_arm.c).  A signal: armed already, the filesystem's verdict
- * (POL_ARM_YES when not known), whether filters exclude it, whether what the kernel says of the
- * filesystem lets anything help this program yet (fsknow_arm; true when not known). */
-static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered,
-					 bool helpable)
+ * (POL_ARM_YES when not known), whether filters exclude it. */
+static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered)
 {
 	if (filtered)
 		return ARM_SIG_IGNORED_FILTER;
 	if (verdict != POL_ARM_YES)
 		return ARM_SIG_IGNORED_VERDICT;
-	if (!helpable)
-		return ARM_SIG_IGNORED_NO_WALK;
 	return armed ? ARM_SIG_KEPT : ARM_SIG_ARMED;
 }
 

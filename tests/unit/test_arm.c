@@ -30,16 +30,13 @@ static struct dd_config defaults(void)
 static void decide(void **state)
 {
 	(void)state;
-	assert_int_equal(arm_decide(false, POL_ARM_YES, false, true), ARM_SIG_ARMED);
-	assert_int_equal(arm_decide(true, POL_ARM_YES, false, true), ARM_SIG_KEPT);
-	assert_int_equal(arm_decide(false, POL_ARM_FAST, false, true), ARM_SIG_IGNORED_VERDICT);
-	assert_int_equal(arm_decide(false, POL_ARM_NO_GAIN, false, true), ARM_SIG_IGNORED_VERDICT);
-	assert_int_equal(arm_decide(true, POL_ARM_HUNG, false, true), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(false, POL_ARM_YES, false), ARM_SIG_ARMED);
+	assert_int_equal(arm_decide(true, POL_ARM_YES, false), ARM_SIG_KEPT);
+	assert_int_equal(arm_decide(false, POL_ARM_FAST, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(false, POL_ARM_NO_GAIN, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(true, POL_ARM_HUNG, false), ARM_SIG_IGNORED_VERDICT);
 	/* filters first: an excluded program never arms, whatever its filesystem */
-	assert_int_equal(arm_decide(false, POL_ARM_YES, true, true), ARM_SIG_IGNORED_FILTER);
-	/* nothing helps this program there yet (fsknow_arm): neither arms nor keeps */
-	assert_int_equal(arm_decide(false, POL_ARM_YES, false, false), ARM_SIG_IGNORED_NO_WALK);
-	assert_int_equal(arm_decide(true, POL_ARM_YES, false, false), ARM_SIG_IGNORED_NO_WALK);
+	assert_int_equal(arm_decide(false, POL_ARM_YES, true), ARM_SIG_IGNORED_FILTER);
 }
 
 static void quiet(void **state)
