@@ -16,8 +16,3 @@ enum fsknow_entries fsknow_entries(uint32_t fsinfo)
 		return FSKNOW_PROBE_FIRST;
 	return FSKNOW_FETCH;
 }
-
-bool fsknow_arm(uint32_t fsinfo, uint32_t lists)
-{
-	return fsknow_entries(fsinfo) != FSKNOW_NO_LOOKUPS || lists >= 2;
-}

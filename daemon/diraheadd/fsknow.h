@@ -8,7 +8,6 @@
 #ifndef DIRAHEAD_FSKNOW_H
 #define DIRAHEAD_FSKNOW_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 enum fsknow_entries {
@@ -23,12 +22,5 @@ enum fsknow_entries {
 
 /* May the daemon send per-entry lookups into a directory a program stats, there? */
 enum fsknow_entries fsknow_entries(uint32_t fsinfo);
-
-/* A program blocked on that filesystem, after listing `lists` directories one after another (the
- * sentinel's count, to 2): is it worth attaching the detector's syscall hooks (arm.h) for it?
- * Where no per-entry lookup may be sent (FSKNOW_NO_LOOKUPS) only a walk can be helped (listed
- * ahead): not before it lists a second directory, so that a flat `ls -l` there pays nothing
- * (every syscall of every process pays the hooks while they are attached). */
-bool fsknow_arm(uint32_t fsinfo, uint32_t lists);
 
 #endif

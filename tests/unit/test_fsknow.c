@@ -37,30 +37,11 @@ static void test_fuse(void **state)
 			 FSKNOW_NO_LOOKUPS);
 }
 
-/* Arming for a blocked program: where no lookup may be sent, only on a walk's first sign (a
- * second directory listed); anywhere else at once. */
-static void test_arm(void **state)
-{
-	const uint32_t sshfs = DIRAHEAD_FSI_FUSE | DIRAHEAD_FSI_SERIAL_LOOKUPS |
-			       DIRAHEAD_FSI_READDIRPLUS;
-	(void)state;
-	assert_false(fsknow_arm(sshfs, 0));
-	assert_false(fsknow_arm(sshfs, 1));
-	assert_true(fsknow_arm(sshfs, 2));
-	assert_false(fsknow_arm(DIRAHEAD_FSI_FUSE | DIRAHEAD_FSI_SERIAL_LOOKUPS, 1));
-	assert_true(fsknow_arm(DIRAHEAD_FSI_FUSE | DIRAHEAD_FSI_READDIRPLUS, 0));
-	assert_true(fsknow_arm(DIRAHEAD_FSI_FUSE, 0));
-	assert_true(fsknow_arm(0, 0));
-	/* the serial bit means nothing without FUSE's */
-	assert_true(fsknow_arm(DIRAHEAD_FSI_SERIAL_LOOKUPS, 1));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_fuse),
 		cmocka_unit_test(test_fuse),
-		cmocka_unit_test(test_arm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
