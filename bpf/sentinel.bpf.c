@@ -58,9 +58,6 @@ __u32 lazy;		/* 1: the daemon is armed and polls; records need not wake it */
 struct rate {
 	__u64 last_ns;	/* last signal sent for this process */
 	__u64 blocked;	/* blocked metadata calls seen */
-	__u64 list_ino;	/* the directory it was last seen blocked listing */
-	__u32 lists;	/* directories it was seen blocked listing, one after another (to 2) */
-	__u32 pad;
 };
 
 struct {
@@ -186,10 +183,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	struct dirahead_sentinel_event *ev, e;
+	struct dirahead_sentinel_event *ev;
 	struct pt_regs *regs;
 	struct rate *r, nr_rate = {};
-	bool new_list;
 	__u32 call, tgid;
 	__u64 now;
 	long nr;
@@ -211,20 +207,10 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 
 	count(DIRAHEAD_SENT_CNT_BLOCKED);
 	now = bpf_ktime_get_ns();
-	/* where it blocked, before the rate limit: a second directory listed is a walk's first
-	 * sign, and the daemon hears of it at once (per process, once: see `lists`) */
-	__builtin_memset(&e, 0, sizeof(e));
-	call_fs(prev, regs, nr, call, &e);
-	new_list = call == DIRAHEAD_SENT_GETDENTS && e.fs != DIRAHEAD_SENT_FS_UNKNOWN;
 	r = bpf_map_lookup_elem(&sentinel_rate, &tgid);
 	if (r) {
 		__sync_fetch_and_add(&r->blocked, 1);
-		new_list = new_list && e.ino != r->list_ino && r->lists < 2;
-		if (new_list) {
-			r->list_ino = e.ino;
-			r->lists++;
-		}
-		if (now - r->last_ns < rate_ns && !(new_list && r->lists == 2)) {
+		if (now - r->last_ns < rate_ns) {
 			count(DIRAHEAD_SENT_CNT_RATE_LIMITED);
 			return 0;
 		}
@@ -232,8 +218,6 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 	} else {
 		nr_rate.last_ns = now;
 		nr_rate.blocked = 1;
-		nr_rate.list_ino = new_list ? e.ino : 0;
-		nr_rate.lists = new_list;
 		bpf_map_update_elem(&sentinel_rate, &tgid, &nr_rate, BPF_ANY);
 		r = &nr_rate;
 	}
@@ -243,15 +227,15 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 		count(DIRAHEAD_SENT_CNT_LOST);
 		return 0;
 	}
-	e.tgid = tgid;
-	e.tid = prev->pid;
-	e.call = call;
-	e.nr = (__s32)nr;
-	e.blocked = r->blocked;
-	e.lists = r->lists;
-	e.ts_ns = now;
-	__builtin_memcpy(e.comm, prev->comm, sizeof(e.comm));
-	__builtin_memcpy(ev, &e, sizeof(e));
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->tgid = tgid;
+	ev->tid = prev->pid;
+	ev->call = call;
+	ev->nr = (__s32)nr;
+	ev->blocked = r->blocked;
+	ev->ts_ns = now;
+	__builtin_memcpy(ev->comm, prev->comm, sizeof(ev->comm));
+	call_fs(prev, regs, nr, call, ev);
 	count(DIRAHEAD_SENT_CNT_SIGNALS);
 	/* armed: the daemon polls and only needs to know that calls still block */
 	bpf_ringbuf_submit(ev, lazy ? BPF_RB_NO_WAKEUP : 0);

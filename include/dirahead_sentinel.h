@@ -43,9 +43,7 @@ struct dirahead_sentinel_event {
 	__u64 ts_ns;       /* bpf_ktime_get_ns() */
 	char comm[16];
 	__u32 fsinfo;      /* DIRAHEAD_FSI_* (dirahead_event.h) of that filesystem, when fs != UNKNOWN */
-	__u32 lists;       /* directories this process was seen blocked listing one after another,
-			    * to 2: 2 is a walk's first sign (a second one listed: signalled at once,
-			    * whatever the rate limit), 1 or 0 may be a flat scan */
+	__u32 pad;
 };
 
 /* Per-CPU counters in the array map `sentinel_counters`. */
