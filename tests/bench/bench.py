@@ -108,10 +108,12 @@ def sh(cmd, check=True, timeout=600, quiet=True):
     return r
 
 
-def mounted(path):
+def mounted(path, real=False):
     """True if path is a mount point (reads mountinfo; never touches the path itself, so a
-    dead FUSE server cannot hang the check)."""
-    path = os.path.realpath(path)
+    dead FUSE server cannot hang the check).  real: path is already its realpath (resolving it
+    lstat()s the mount point: on a fresh FUSE mount that call blocks, in the bench process)."""
+    if not real:
+        path = os.path.realpath(path)
     with open("/proc/self/mountinfo") as f:
         return any(line.split()[4] == path for line in f)
 
@@ -676,10 +678,12 @@ class Sshfs:
     afresh for every cold run (sshfs keeps attributes for 20 s)."""
 
     def __init__(self, env, served, mnt, allow_other):
-        self.env, self.served, self.mnt, self.allow_other = env, served, mnt, allow_other
+        self.env, self.served, self.allow_other = env, served, allow_other
         self.proc = None
         self.logpath = mnt + ".log"
         os.makedirs(mnt, exist_ok=True)
+        # resolved once, before any mount: the harness never stats the mount by path itself
+        self.mnt = os.path.realpath(mnt)
         os.chown(mnt, env.uid, env.gid)
         CLEAN.push(self.unmount, f"sshfs on {mnt}")
 
@@ -698,23 +702,26 @@ class Sshfs:
             start_new_session=True)
         logf.close()
         deadline = time.monotonic() + 30
-        while not mounted(self.mnt):
+        while not mounted(self.mnt, real=True):
             if self.proc.poll() is not None:
                 die(f"sshfs exited with {self.proc.returncode}: {open(self.logpath).read()[-2000:]}")
             if time.monotonic() > deadline:
                 die(f"sshfs did not mount {self.mnt}: {open(self.logpath).read()[-2000:]}")
             time.sleep(0.01)
         # As the user (without allow_other nobody else may look): waits for FUSE INIT and
-        # caches the root's attributes, as for slowfs.
-        sh(self.env.as_user + ["stat", "-c", "%i", self.mnt + "/"], timeout=30)
+        # caches the root's attributes, as for slowfs.  From inside (cd, stat .), as a user's
+        # shell would get there: a call blocked on the fresh mount names it (the sentinel knows
+        # its filesystem), where a stat by absolute path, blocked after its path walk, names no
+        # filesystem and arms the daemon's hooks for any run that follows.
+        sh(self.env.as_user + ["sh", "-c", 'cd "$1" && stat -c %i .', "sh", self.mnt], timeout=30)
 
     def unmount(self):
         p, self.proc = self.proc, None
         if p is None:
             return
-        if mounted(self.mnt):
+        if mounted(self.mnt, real=True):
             subprocess.run(["fusermount3", "-u", self.mnt], stderr=subprocess.DEVNULL)
-            if mounted(self.mnt):
+            if mounted(self.mnt, real=True):
                 subprocess.run(["umount", "-l", self.mnt], stderr=subprocess.DEVNULL)
         try:
             p.wait(timeout=10)
@@ -997,9 +1004,9 @@ def delay_tag(us):
 
 
 def sshfs_scenarios(delay_us, variants, layouts, runs):
-    """sshfs through the delaying relay: ls -l of a flat directory, the tree tools on a tree,
+    """sshfs through the delaying relay: ls -l and ls -lU of a flat directory, the tree tools on a tree,
     ls -lR of the /usr/include copy."""
-    tools = {"flat": ["ls_l"], "tree": ["du", "find_ls", "rsync"], "copy": ["ls_lR"]}
+    tools = {"flat": ["ls_l", "ls_lU"], "tree": ["du", "find_ls", "rsync"], "copy": ["ls_lR"]}
     return [dict(id=f"sshfs-{delay_tag(delay_us)}-{v}-{lay}", fs="sshfs", delay_us=delay_us,
                  mount=v, layout=lay, cache="cold", tools=tools[LAYOUTS[lay][0]], runs=runs)
             for v in variants for lay in layouts]
