@@ -8,14 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
+#include "dirent64.h"
 static int dot(const char *n)
 {
 	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));

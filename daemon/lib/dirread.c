@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dirent64.h"
 /* One getdents64 call fills this; with ~24-byte names that is ~1000 entries per syscall. */
 #define DS_BUFSZ (32 * 1024)
 
@@ -46,14 +47,6 @@ void da_fd_put(struct da_fd *f)
 }
 
 /* ---- getdents64 stream ----------------------------------------------------------------------- */
-struct ldirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
 int da_ds_init(struct da_dirstream *ds, int fd)
 {
 	memset(ds, 0, sizeof(*ds));
@@ -90,7 +83,7 @@ int da_ds_next(struct da_dirstream *ds, const char **name, uint64_t *ino, uint8_
 				return 0;
 			}
 		}
-		struct ldirent64 *d = (struct ldirent64 *)(void *)(ds->buf + ds->pos);
+		struct linux_dirent64 *d = (struct linux_dirent64 *)(void *)(ds->buf + ds->pos);
 		ds->pos += d->d_reclen;
 		ds->cookie = d->d_off;
 		if (d->d_name[0] == '.' &&

@@ -5,15 +5,7 @@
 
 #include <stdint.h>
 
+#include "../../daemon/common/dirent64.h"
 #include "../../daemon/common/monoclock.h"
-
-/* getdents64's record (glibc declares no type for the raw syscall) */
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
 
 #endif
