@@ -13,11 +13,14 @@ direction; mounted, and used, by the unprivileged user dirahead-bench, with and 
 allow_other), and a slow block device (ext4/xfs images read through slowfs --read-us by a
 read-only direct-I/O loop device); plus Python start-up (warm) and an fstatat() loop.
 
-Phases, mirrored so that the cells most sensitive to drift (warm cache, per-call overhead) run
-close together in time:
-  A (no daemon):  cold slow (slowfs, sshfs, slow block device), cold local, warm, fstatat loop
-                  -> off and explicit
-  B (daemon):     fstatat loop, warm, cold local, cold slow         -> daemon
+Phases:
+  A (no daemon):  cold slow (slowfs, sshfs, slow block device), cold local -> off and explicit
+  B (one daemon): cold local, cold slow                                    -> daemon
+  H (harm):       listing-only cold cells, off and daemon interleaved run by run, a daemon
+                  started for each daemon half
+  O (overhead):   warm cells, Python start-up, fstatat loops, ping-pong, interleaved as H
+The cells whose ratio should be 1.0 (H, O) run off and daemon side by side: minutes apart, a
+machine's drift is larger than the cost they measure.
 Cold means a fresh slowfs or sshfs mount, or a remount of the loop filesystem (direct-I/O loop
 device, buffers flushed), before every run.  See README.md "Benchmarks" for how to read the output.
 """
@@ -1429,10 +1432,14 @@ class Bench:
     # -- phases -------------------------------------------------------------------------------
     def groups(self):
         slow = ("slowfs", "sshfs", "slowblk")
-        cold_slow = [s for s in self.scenarios if s["fs"] in slow]
-        cold_local = [s for s in self.scenarios if s["fs"] not in slow and s["cache"] == "cold"]
+        cold_slow = [s for s in self.scenarios if s["fs"] in slow and not s["harm"]]
+        cold_local = [s for s in self.scenarios
+                      if s["fs"] not in slow and s["cache"] == "cold" and not s["harm"]]
         warm = [s for s in self.scenarios if s["cache"] == "warm"]
         return cold_slow, cold_local, warm
+
+    def harm_cells(self):
+        return [s for s in self.scenarios if s["harm"]]
 
     def phase_a(self):
         t0 = time.monotonic()
@@ -1492,6 +1499,69 @@ class Bench:
             self.warn(f"diraheadd exited {self.daemon.exit_status} on SIGTERM")
         self.timing["phase_b_s"] = time.monotonic() - t0
 
+    def phase_h(self):
+        """The listing-only cold cells (nothing to prefetch: their ratio should be 1.0), off and
+        daemon interleaved run by run, a fresh daemon for each daemon half.  Run in phases A and
+        B minutes apart, the same build measured 0.63-0.93x on ext4 and xfs, and 1.01x side by
+        side."""
+        t0 = time.monotonic()
+        harm = self.harm_cells()
+        if not harm:
+            self.timing["phase_h_s"] = 0
+            return
+        log("phase H: listing-only cold cells, off and daemon interleaved run by run")
+        rounds = max(s["runs"] for s in harm)
+        runs, stats = {}, {}
+        for i in range(rounds):
+            for mode in (("off", "daemon") if i % 2 == 0 else ("daemon", "off")):
+                if mode == "daemon":
+                    self.daemon = Daemon(self.build, self.scratch, self.a.set or ())
+                    self.daemon.start()
+                    self.dlog = DaemonLog(self.daemon.logpath)
+                for s in harm:
+                    if i >= s["runs"]:
+                        continue
+                    for tool in s["tools"]:
+                        self.prepare_cold(s)
+                        if mode == "daemon":
+                            self.daemon.wait_quiet(self.pids)
+                            st0 = self.daemon.stats()
+                            self.dlog.mark()
+                            self.cell_pids = set()
+                        runs.setdefault((s["id"], tool, mode), []).append(self.run_once(s, tool, mode))
+                        if mode == "daemon":
+                            self.daemon.wait_quiet(self.pids)
+                            self.add_stats(stats.setdefault((s["id"], tool), {}),
+                                           self.stats_delta(st0, self.daemon.stats()))
+                if mode == "daemon":
+                    self.daemon.stop()
+                    self.daemon = None
+        if self.slowfs:
+            self.slowfs.unmount()
+        self.record_interleaved(harm, runs, stats)
+        self.timing["phase_h_s"] = time.monotonic() - t0
+
+    def add_stats(self, acc, d):
+        """Adds one daemon run's statistics to a cell's (runs of an interleaved phase)."""
+        for k, v in d.items():
+            if isinstance(v, (int, float)) and k not in ("hit_ratio", "late_ratio"):
+                acc[k] = acc.get(k, 0) + v
+        acc.setdefault("log", d["log"])
+
+    def record_interleaved(self, cells, runs, stats):
+        for s in cells:
+            for tool in s["tools"]:
+                for mode in s["modes"]:
+                    m = self.record(s, tool, mode, runs[(s["id"], tool, mode)])
+                    log(f"  {s['id']:34} {LABEL[tool]:18} {mode:8} median {m['median']:8.3f} s "
+                        f"[{m['min']:.3f}-{m['max']:.3f}]")
+                d = stats[(s["id"], tool)]
+                judged = d.get("hits", 0) + d.get("late", 0) + d.get("misses", 0)
+                d["hit_ratio"] = d.get("hits", 0) / judged if judged else None
+                d["late_ratio"] = d.get("late", 0) / judged if judged else None
+                self.cell(s, tool)["daemon_stats"] = d
+                log_saved(self.cell(s, tool))
+
     def phase_o(self):
         """The overhead cells (warm trees, Python start-up, the fstatat loops, the ping-pong),
         off and daemon interleaved: each round runs every cell once with no daemon and once with
@@ -1534,12 +1604,8 @@ class Bench:
                             self.cell_pids = set()
                         runs.setdefault((s["id"], tool, mode), []).append(self.run_once(s, tool, mode))
                         if mode == "daemon":
-                            d = self.stats_delta(st0, self.daemon.stats())
-                            acc = stats.setdefault((s["id"], tool), {})
-                            for k, v in d.items():
-                                if isinstance(v, (int, float)) and k not in ("hit_ratio", "late_ratio"):
-                                    acc[k] = acc.get(k, 0) + v
-                            acc.setdefault("log", d["log"])
+                            self.add_stats(stats.setdefault((s["id"], tool), {}),
+                                           self.stats_delta(st0, self.daemon.stats()))
                 if i < self.fst["runs"]:
                     if mode == "daemon":
                         if not self.daemon.wait_disarmed():
@@ -1554,18 +1620,7 @@ class Bench:
                 if mode == "daemon":
                     self.daemon.stop()
                     self.daemon = None
-        for s in warm:
-            for tool in s["tools"]:
-                for mode in s["modes"]:
-                    m = self.record(s, tool, mode, runs[(s["id"], tool, mode)])
-                    log(f"  {s['id']:34} {LABEL[tool]:18} {mode:8} median {m['median']:8.3f} s "
-                        f"[{m['min']:.3f}-{m['max']:.3f}]")
-                d = stats[(s["id"], tool)]
-                judged = d.get("hits", 0) + d.get("late", 0) + d.get("misses", 0)
-                d["hit_ratio"] = d.get("hits", 0) / judged if judged else None
-                d["late_ratio"] = d.get("late", 0) / judged if judged else None
-                self.cell(s, tool)["daemon_stats"] = d
-                log_saved(self.cell(s, tool))
+        self.record_interleaved(warm, runs, stats)
         self.record_fstatat(fxs)
         log(f"  fstatat loops and ping-pong: {self.fstat_arms.get('arms', 0)} arms, "
             f"{self.fstat_arms.get('armed_seconds', 0):.1f} s armed")
@@ -1632,6 +1687,7 @@ class Bench:
         self.setup()
         self.phase_a()
         self.phase_b()
+        self.phase_h()
         self.phase_o()
         self.other_daemons_at_end = other_daemons()
         self.timing["total_s"] = time.monotonic() - t0
@@ -2007,6 +2063,7 @@ def markdown(b, T, meta):
         L.append("")
     L.append(f"Timing: setup {meta['timing']['setup_s']:.0f} s, phase A {meta['timing']['phase_a_s']:.0f} s, "
              f"phase B {meta['timing']['phase_b_s']:.0f} s, "
+             f"phase H (harm, interleaved) {meta['timing'].get('phase_h_s', 0):.0f} s, "
              f"phase O (overhead, interleaved) {meta['timing'].get('phase_o_s', 0):.0f} s.")
     L.append("")
     return "\n".join(L)
