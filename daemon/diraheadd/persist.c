@@ -284,8 +284,8 @@ static unsigned bucket(double x)
 	return b;
 }
 
-/* Bucketed figures: a save is due when a verdict, depth or key changed, or a cost moved by a
- * quarter or so, not at every EWMA step. */
+/* Bucketed figures: a save is due when a verdict, a backoff, depth or key changed, or a cost
+ * moved by a quarter or so, not at every EWMA step. */
 static char *signature(const struct persist_entry *e, unsigned n)
 {
 	char *s = NULL;
@@ -297,8 +297,8 @@ static char *signature(const struct persist_entry *e, unsigned n)
 		const struct pol_memory *m = &e[i].mem;
 		const double c[] = { m->before_ns, m->after_ns, m->cost_ns, m->pf_lat_ns,
 				     m->list_wall_ns, m->list_ahead_ns, m->list_own_ns };
-		fprintf(f, "%s|%d|%u|%u|%d|%u", e[i].key, m->verdict, m->depth, m->backoff,
-			m->list_verdict, m->list_backoff);
+		fprintf(f, "%s|%d|%u|%u|%d|%u|%u", e[i].key, m->verdict, m->depth, m->backoff,
+			m->list_verdict, m->list_backoff, m->fast_backoff);
 		for (unsigned j = 0; j < sizeof(c) / sizeof(c[0]); j++)
 			fprintf(f, "|%u", bucket(c[j]));
 		fputc('\n', f);

@@ -83,6 +83,10 @@ static json_object *entry_json(const struct persist_entry *e)
 	add_num(o, "after_ns", m->after_ns);
 	add_num(o, "cost_ns", m->cost_ns);
 	add_num(o, "pf_lat_ns", m->pf_lat_ns);
+	if (m->fast_backoff) {
+		add_u(o, "fast_backoff", m->fast_backoff);
+		add_num(o, "rejudge_in_s", (double)m->rejudge_in_ns / 1e9);
+	}
 	json_object_object_add(l, "verdict", json_object_new_string(pol_verdict_names[m->list_verdict]));
 	add_u(l, "backoff", m->list_backoff);
 	add_num(l, "reprobe_in_s", (double)m->list_reprobe_in_ns / 1e9);
@@ -185,6 +189,23 @@ static bool decode_listing(json_object *l, struct pol_memory *m)
 	return true;
 }
 
+/* Optional (absent in files from before it, and when no re-judgment found the filesystem fast
+ * again): both or neither. */
+static bool decode_fast_backoff(json_object *o, struct pol_memory *m)
+{
+	int64_t b;
+	double d;
+	m->fast_backoff = 0;
+	m->rejudge_in_ns = 0;
+	if (!json_object_object_get_ex(o, "fast_backoff", NULL))
+		return !json_object_object_get_ex(o, "rejudge_in_s", NULL);
+	if (!get_int(o, "fast_backoff", 2, 64, &b) || !get_num(o, "rejudge_in_s", 0, MAX_DELAY_S, &d))
+		return false;
+	m->fast_backoff = (unsigned)b;
+	m->rejudge_in_ns = (uint64_t)(d * 1e9);
+	return true;
+}
+
 static bool decode_entry(json_object *o, int64_t now_s, struct persist_entry *e)
 {
 	struct pol_memory *m = &e->mem;
@@ -207,6 +228,8 @@ static bool decode_entry(json_object *o, int64_t now_s, struct persist_entry *e)
 	m->depth = (unsigned)depth;
 	m->backoff = (unsigned)backoff;
 	m->reprobe_in_ns = (uint64_t)(d * 1e9);
+	if (!decode_fast_backoff(o, m))
+		return false;
 	/* policy's own rules last (backoffs powers of two ...); the key after, it allocates */
 	return policy_memory_valid(m) && get_key(o, &e->key);
 }

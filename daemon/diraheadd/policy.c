@@ -687,6 +687,9 @@ bool policy_export(const struct pol_fs *fs, uint64_t now, struct pol_memory *m)
 		.list_reprobe_in_ns = l->reprobe_ns > now ? l->reprobe_ns - now : 0,
 		.list_wall_ns = l->wall_ns, .list_cpu_ns = l->cpu_ns, .list_first_ns = l->first_ns,
 		.list_ahead_ns = l->ahead_ns, .list_own_ns = l->own_ns,
+		.fast_backoff = fs->verdict == POL_FAST ? fs->fast_backoff : 0,
+		.rejudge_in_ns = fs->verdict == POL_FAST && fs->rejudge_after_ns > now ?
+					 fs->rejudge_after_ns - now : 0,
 	};
 	return true;
 }
@@ -708,8 +711,10 @@ bool policy_memory_valid(const struct pol_memory *m)
 	bool pow2 = m->backoff && m->backoff <= MAX_BACKOFF && !(m->backoff & (m->backoff - 1));
 	bool lpow2 = m->list_backoff && m->list_backoff <= MAX_BACKOFF &&
 		     !(m->list_backoff & (m->list_backoff - 1));
+	bool fpow2 = !m->fast_backoff || (m->fast_backoff >= 2 && m->fast_backoff <= MAX_FAST_BACKOFF &&
+					  !(m->fast_backoff & (m->fast_backoff - 1)));
 	return (unsigned)m->verdict < POL_VERDICT_MAX && (unsigned)m->list_verdict < POL_VERDICT_MAX &&
-	       m->magic && pow2 && lpow2 && m->depth <= 65536;
+	       m->magic && pow2 && lpow2 && fpow2 && m->depth <= 65536;
 }
 
 static uint64_t delay_left(uint64_t left, unsigned reprobe_s, unsigned backoff)
@@ -745,5 +750,10 @@ struct pol_fs *policy_import(struct policy *p, uint32_t dev_major, uint32_t dev_
 	l->first_ns = m->list_first_ns;
 	l->ahead_ns = m->list_ahead_ns;
 	l->own_ns = m->list_own_ns;
+	if (m->verdict == POL_FAST && m->fast_backoff) {
+		uint64_t max = FAST_TRUST_NS * m->fast_backoff;
+		fs->fast_backoff = m->fast_backoff;
+		fs->rejudge_after_ns = now + (m->rejudge_in_ns < max ? m->rejudge_in_ns : max);
+	}
 	return fs;
 }

@@ -303,6 +303,10 @@ struct pol_memory {
 	unsigned list_backoff;
 	uint64_t list_reprobe_in_ns;
 	double list_wall_ns, list_cpu_ns, list_first_ns, list_ahead_ns, list_own_ns;
+	/* FAST: re-judgments that found it fast again back off (policy_blocked): carried over a
+	 * restart, or a daemon restarted often would re-arm on every warm filesystem's first sleep */
+	unsigned fast_backoff;    /* 0, or 2 ... 64 */
+	uint64_t rejudge_in_ns;   /* blocked calls leave it fast for this long yet */
 };
 bool policy_export(const struct pol_fs *fs, uint64_t now, struct pol_memory *m);
 /* NULL if the memory is out of range (persist.c validates first; this asserts nothing). */

@@ -184,6 +184,53 @@ static void test_no_gain_delay(void **state)
 	policy_free(p);
 }
 
+/* The fast verdict's re-judgment backoff (policy_blocked) survives a restart: a daemon restarted
+ * often would otherwise arm on the first sleep of every warm filesystem after each start. */
+static void test_fast_backoff(void **state)
+{
+	(void)state;
+	struct policy *p = judged_policy();
+	struct pol_fs *e = policy_fs_mount(p, 254, 0, EXT4, 12, T0);
+	struct pol_cost fast = gap(2000);
+	assert_true(policy_blocked(p, 254, 0, EXT4, T0 + SEC));
+	assert_int_equal(policy_on_scan(p, e, &fast, T0 + 2 * SEC), POL_PROBE);
+	assert_int_equal(policy_after_probe(p, e, &fast, T0 + 2 * SEC), POL_SKIP_FAST);
+	assert_int_equal(e->fast_backoff, 2); /* re-judge after 20 s */
+	struct persist_entry x = { .key = "uuid:ext4:0b6f", .seen = NOW_S };
+	assert_true(policy_export(e, T0 + 7 * SEC, &x.mem));
+	assert_int_equal(x.mem.fast_backoff, 2);
+	assert_int_equal(x.mem.rejudge_in_ns, 15 * SEC);
+	char *text = persist_encode(&x, 1, NOW_S);
+	struct persist_entry *d;
+	unsigned n;
+	char err[256];
+	assert_int_equal(persist_decode(text, strlen(text), NOW_S, 30, &d, &n, err, sizeof(err)), 0);
+	assert_int_equal(d[0].mem.fast_backoff, 2);
+	assert_int_equal(d[0].mem.rejudge_in_ns, 15 * SEC);
+	struct dd_config c = defaults();
+	struct policy *q = policy_new(&c);
+	uint64_t t1 = 5 * T0;
+	assert_non_null(policy_import(q, 254, 3, &d[0].mem, t1));
+	/* blocked calls within the 15 s left do not re-judge it; arming says fast */
+	assert_false(policy_blocked(q, 254, 3, EXT4, t1 + 14 * SEC));
+	assert_int_equal(policy_arm_verdict(q, 254, 3, EXT4, t1 + 14 * SEC), POL_ARM_FAST);
+	assert_true(policy_blocked(q, 254, 3, EXT4, t1 + 16 * SEC));
+	/* a backoff out of range is refused, and one longer than it allows is cut */
+	d[0].mem.fast_backoff = 3;
+	assert_null(policy_import(q, 254, 4, &d[0].mem, t1));
+	d[0].mem.fast_backoff = 128;
+	assert_null(policy_import(q, 254, 4, &d[0].mem, t1));
+	d[0].mem.fast_backoff = 4;
+	d[0].mem.rejudge_in_ns = 3600 * SEC;
+	struct pol_fs *g = policy_import(q, 254, 4, &d[0].mem, t1);
+	assert_non_null(g);
+	assert_int_equal(g->rejudge_after_ns, t1 + 40 * SEC);
+	persist_entries_free(d, n);
+	free(text);
+	policy_free(p);
+	policy_free(q);
+}
+
 static const char *valid_doc(void)
 {
 	return "{\"format\":\"dirahead-state\",\"version\":1,\"saved\":1800000000,\"filesystems\":["
@@ -249,6 +296,11 @@ static void test_refused(void **state)
 		{ "}}]}", "}}]}}" },
 		{ "}}]}", "}}]},{}" },
 		{ "\"filesystems\":[", "\"filesystems\":{\"a\":" },
+		{ "\"pf_lat_ns\"", "\"fast_backoff\":3,\"rejudge_in_s\":1,\"pf_lat_ns\"" },
+		{ "\"pf_lat_ns\"", "\"fast_backoff\":128,\"rejudge_in_s\":1,\"pf_lat_ns\"" },
+		{ "\"pf_lat_ns\"", "\"fast_backoff\":4,\"pf_lat_ns\"" },
+		{ "\"pf_lat_ns\"", "\"rejudge_in_s\":1,\"pf_lat_ns\"" },
+		{ "\"pf_lat_ns\"", "\"fast_backoff\":4,\"rejudge_in_s\":-1,\"pf_lat_ns\"" },
 	};
 	for (size_t i = 0; i < sizeof(swap) / sizeof(swap[0]); i++)
 		if (decode_with(swap[i][0], swap[i][1]) != -1)
@@ -445,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_key),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_no_gain_delay),
+		cmocka_unit_test(test_fast_backoff),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_largest),
 		cmocka_unit_test(test_fuzz),
