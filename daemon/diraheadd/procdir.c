@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 #include "procdir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -17,6 +18,11 @@
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK)
 #define PROC_SUPER_MAGIC 0x9fa0
 #define PROC_PID_INIT_INO 0xEFFFFFFCU	/* the initial PID namespace's inode: fixed in the kernel */
+/* open_held(): the directory fds of the program looked at, at most (a walker holds a few: its
+ * ancestors, its virtual cwd), and its fds of any kind (a program holding a million fds costs
+ * the opener thread no more than this) */
+#define HELD_MAX_DIRS 16
+#define HELD_MAX_FDS 256
 
 /* The procfs BPF's PIDs are found in, and this process's PID there (set once, at start). */
 static int proc_fd = AT_FDCWD;
@@ -481,6 +487,46 @@ static int open_link(int task, const char *what, const struct dirahead_event *ev
 }
 
 /*
+ * ev's directory held open by the program under another fd than the one it named: fts closes a
+ * directory's fd once it has read it, and GNU find keeps working in it through another (its
+ * virtual cwd, a dup), so by the time a walk opens its top the named fd is gone or another
+ * directory's.  Each fd that is a directory is checked and reopened as the program (open_link):
+ * only what the program holds open, so only what it could open.
+ */
+static int open_held(int task, const struct dirahead_event *ev, const struct dirahead_cred *c)
+{
+	int dfd = openat(task, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -ENOENT;
+	}
+	int r = -ENOENT;
+	unsigned dirs = 0, fds = 0;
+	for (struct dirent *de; dirs < HELD_MAX_DIRS && fds < HELD_MAX_FDS && (de = readdir(d));) {
+		char p[32], *end;
+		long n = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name || n == ev->fd)
+			continue; /* ".", "..", or the fd tried already */
+		fds++;
+		snprintf(p, sizeof(p), "fd/%ld", n);
+		/* as the daemon, no request to the filesystem: not a directory, next */
+		int pfd = openat(task, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (pfd < 0)
+			continue;
+		close(pfd);
+		dirs++;
+		r = open_link(task, p, ev, c);
+		if (r >= 0)
+			break;
+	}
+	closedir(d);
+	return r == -ENOTDIR || r == -ESTALE ? -ENOENT : r;
+}
+
+/*
  * The /proc directory of the thread that made the event's call: a thread may have a cwd
  * (unshare(CLONE_FS)) and an fd table (CLONE_FILES off) of its own, and /proc/PID shows the
  * main thread's.  The process's when that thread is gone.  -errno if neither is there.
@@ -519,6 +565,10 @@ int procdir_open(const struct dirahead_event *ev)
 		r = open_link(task, p, ev, &c);
 		if (r >= 0)
 			goto out;
+		if ((fd = open_held(task, ev, &c)) >= 0) {
+			r = fd;
+			goto out;
+		}
 	}
 	if (ev->ref & DIRAHEAD_REF_CWD) {
 		fd = open_link(task, "cwd", ev, &c);
@@ -543,6 +593,22 @@ int procdir_open(const struct dirahead_event *ev)
 	}
 	r = r == -ENOTDIR ? -ENOENT : r;
 out:
+	close(task);
+	return r;
+}
+
+int procdir_open_held(const struct dirahead_event *ev, uint64_t ino)
+{
+	struct dirahead_event e = *ev;
+	struct dirahead_cred c;
+	int r, task = open_task(ev);
+	if (task < 0)
+		return task == -ENOTDIR ? -ENOENT : task;
+	e.ino = ino;
+	e.fd = -1;
+	r = procdir_cred(ev, &c);
+	if (r == 0)
+		r = open_held(task, &e, &c);
 	close(task);
 	return r;
 }

@@ -23,7 +23,8 @@ uint32_t procdir_self_tgid(void);
 int procdir_open_pid(uint32_t pid, const char *what, int flags);
 
 /*
- * Opens the directory named by ev (its fd, cwd or path, in that order) through /proc/PID (the
+ * Opens the directory named by ev (its fd, or another fd of the program that is that directory,
+ * its cwd or path, in that order) through /proc/PID (the
  * /proc/PID/task/TID of the thread that made the call, while it lives), so
  * that processes in other mount namespaces and chroots resolve as they see it, and returns an
  * O_RDONLY|O_DIRECTORY|O_CLOEXEC fd only if it is the directory BPF saw (procdir_same).  The
@@ -36,6 +37,9 @@ int procdir_open_pid(uint32_t pid, const char *what, int flags);
  * opened but was another directory, other -errno otherwise (-EACCES: the program may not).
  */
 int procdir_open(const struct dirahead_event *ev);
+/* As procdir_open(), for the directory `ino` on ev's mount if the program holds it open under
+ * any fd (a walker's ancestors: fts keeps them open to come back to). */
+int procdir_open_held(const struct dirahead_event *ev, uint64_t ino);
 /* The program's credentials at ev, for its prefetch (dirahead_dir_opts.cred): its ids, all of
  * its groups (beyond the event's first DIRAHEAD_EV_GROUPS, from the thread's status), and of its
  * capabilities (held in the initial user namespace: BPF reports no others) those that bear on

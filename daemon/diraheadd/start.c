@@ -134,8 +134,13 @@ static int open_top(const struct start_job *job)
 {
 	uint64_t top = job->ev.parent_ino;
 	int fd = parent_of(&job->ev, top);
-	if (fd >= 0 || !job->has_top)
+	if (fd >= 0)
 		return fd;
+	/* the listing's fd is gone already (fts closes a directory once read, and a tree whose
+	 * leaves list and stat fast is left at once): the top held open by the program */
+	int hfd = procdir_open_held(&job->ev, top);
+	if (hfd >= 0 || !job->has_top)
+		return hfd >= 0 ? hfd : fd;
 	/* The listing's fd is gone already (fts closes a directory once read): by the scan that
 	 * made it a walker, as the program named that directory, the top itself or a child. */
 	int tfd = job->near.ino == top ? procdir_open(&job->near)

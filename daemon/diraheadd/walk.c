@@ -532,6 +532,18 @@ static void refetch_below(struct walk *w, struct wnode *n)
 		refetch_below(w, n->kids[i]);
 }
 
+
+/* Listings that wait for nothing end a listing-only walk, but not in its first
+ * WALK_JUDGE_GRACE_NS while its depths may still be judged (w->rejudge): the top of a tree is
+ * not the tree.  ext4 reads sibling directories' blocks ahead of each listing, so the upper
+ * levels list fast, while the leaves' inodes are what blocks (a slow volume: 0.5 ms a read);
+ * a walk ended after its second listing was gone before the program's first stat there blocked
+ * (walk_mgr_blocked). */
+#define WALK_JUDGE_GRACE_NS (2000ull * 1000000ull)
+static bool judging_depths(const struct walk *w, uint64_t now)
+{
+	return w->rejudge && now - w->start_ns < WALK_JUDGE_GRACE_NS;
+}
 static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error)
 {
 	struct wnode *n = dir_data;
@@ -573,7 +585,8 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 	if (!error && n != w->root && policy_enabled(m->pol) &&
 	    policy_list_account(m->pol, walk_fs(w), info.list_ns, info.list_cpu_ns,
 				info.first_read_ns, mono_ns()) ==
-		    POL_FAST && w->list_only && !policy_walk_fetches(&w->depths)) {
+		    POL_FAST && w->list_only && !policy_walk_fetches(&w->depths) &&
+	    !judging_depths(w, mono_ns())) {
 		/* listing here waits for nothing: ahead of the program it only takes its CPU */
 		end_walk(w, DD_END_FAST);
 		return;
@@ -999,7 +1012,8 @@ bool walk_mgr_tick(struct walk_mgr *m)
 		struct pol_fs *fs = walk_fs(w);
 		if (w->list_only) {
 			/* (one that fetches entries where they block lives for those) */
-			if (!policy_list_allowed(m->pol, fs, t) && !policy_walk_fetches(&w->depths))
+			if (!policy_list_allowed(m->pol, fs, t) && !policy_walk_fetches(&w->depths) &&
+			    !(fs->list.verdict == POL_FAST && judging_depths(w, t)))
 				end_walk(w, fs->list.verdict == POL_FAST ? DD_END_FAST
 									 : DD_END_NO_GAIN);
 			else if (fs->verdict == POL_NO_GAIN && w->rejudge) {

@@ -27,7 +27,7 @@ for d in off on again reload probe later fresh; do make_files "$T/back/$d" $N; d
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # start_factor: this is about the pay-off rule; the start rule must not find the stats cheap
 # where the daemon's own cost per entry is high (an ASan build: ~0.5 ms an entry)
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 6\nstart_factor = 0.1\n[detect]\narm = always\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 15\nstart_factor = 0.1\n[detect]\narm = always\n' >"$DAEMON_CONF"
 slowfs_mount "$T/back" "$T/mnt" --latency-us 0 --lookup-us 100 --entry-timeout 0 --attr-timeout 0
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
@@ -65,14 +65,14 @@ assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict after a r
 timed_ls "$T/mnt/reload" >/dev/null
 assert_eq "$(daemon_stat skips.fs_no_gain)" 2 "skipped as fs_no_gain after the reload"
 
-# reprobe_s = 6 (long enough for the steps above on a slow machine: two ls -l of 2,000 entries
-# at 500 us each, a reload)
-sleep 6.2
+# reprobe_s = 15: long enough for the steps above on a busy machine (two ls -l of 2,000 entries
+# at 1.3 ms each and a reload took over 6 s beside two CPU-burning loops)
+sleep 15.2
 timed_ls "$T/mnt/probe" >/dev/null
 assert_eq "$(daemon_stat "filesystems.$dev.reprobes")" 1 "re-probes after reprobe_s"
 assert_eq "$(daemon_stat scans_ended.no_gain)" 2 "the re-probe found no gain again"
-# the backoff doubled: 6 s later it is still skipped (12 s now)
-sleep 6.2
+# the backoff doubled: 15 s later it is still skipped (30 s now)
+sleep 15.2
 timed_ls "$T/mnt/later" >/dev/null
 assert_eq "$(daemon_stat skips.fs_no_gain)" 3 "skipped within the doubled re-probe interval"
 
