@@ -264,12 +264,11 @@ uint64_t budget_grant(struct budget *b, const struct budget_fs *fs, uint64_t wan
 				  &b->rules[rule], want, now_ns);
 }
 
-bool budget_mount_facts(void *ctx, uint32_t major, uint32_t minor, char *fstype, size_t tlen,
-			char *source, size_t slen)
+/* The mount of major:minor in one mountinfo file. */
+static bool facts_in(const char *path, uint32_t major, uint32_t minor, char *fstype, size_t tlen,
+		     char *source, size_t slen)
 {
-	FILE *f = fopen(ctx, "re");
-	if (!f)
-		f = fopen("/proc/self/mountinfo", "re");
+	FILE *f = fopen(path, "re");
 	char *line = NULL;
 	size_t len = 0;
 	bool found = false;
@@ -285,4 +284,12 @@ bool budget_mount_facts(void *ctx, uint32_t major, uint32_t minor, char *fstype,
 	if (f)
 		fclose(f);
 	return found;
+}
+
+bool budget_mount_facts(void *ctx, uint32_t major, uint32_t minor, char *fstype, size_t tlen,
+			char *source, size_t slen)
+{
+	/* the host's table first; a mount made in the daemon's own namespace only, then */
+	return facts_in(ctx, major, minor, fstype, tlen, source, slen) ||
+	       facts_in("/proc/self/mountinfo", major, minor, fstype, tlen, source, slen);
 }

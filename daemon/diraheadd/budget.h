@@ -82,8 +82,7 @@ uint64_t budget_grant(struct budget *b, const struct budget_fs *fs, uint64_t wan
  * would go around the budget; each directory the program lists there is a budgeted scan). */
 bool budget_holds(struct budget *b, const struct budget_fs *fs);
 
-/* A lookup over a mountinfo file (path; /proc/self/mountinfo if it cannot be read); ctx is the
- * path. */
+/* A lookup over a mountinfo file (ctx: its path, the host's), then /proc/self/mountinfo. */
 bool budget_mount_facts(void *ctx, uint32_t major, uint32_t minor, char *fstype, size_t tlen,
 			char *source, size_t slen);
 
