@@ -181,6 +181,11 @@ static void test_grant(void **state)
 	assert_int_equal(budget_grant(b, &ext, 64, T0 + SEC / 2, &ruled), 0);
 	assert_int_equal(budget_grant(b, &ext, 64, T0 + SEC, &ruled), 1);
 	assert_int_equal(budget_grant(b, &a, 0, T0, &ruled), 0);
+	/* what walks ask: does a rule hold it (no tokens taken) */
+	assert_true(budget_holds(b, &a));
+	assert_true(budget_holds(b, &ext));
+	assert_false(budget_holds(b, &other));
+	assert_int_equal(budget_grant(b, &ext, 64, T0 + 2 * SEC, &ruled), 1);
 	budget_free(b);
 	/* no rules: nothing is looked up, everything goes */
 	struct dd_strlist none = { 0 };
@@ -189,6 +194,7 @@ static void test_grant(void **state)
 	assert_true(budget_empty(b));
 	assert_int_equal(budget_grant(b, &a, 64, T0, &ruled), 64);
 	assert_false(ruled);
+	assert_false(budget_holds(b, &a));
 	assert_int_equal(lookups, 0);
 	budget_free(b);
 	/* many filesystems: buckets are reused, the least recently used first */
