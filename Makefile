@@ -204,6 +204,10 @@ $(BUILD)/tests/unit/test_decisions: LIB_DEPS += $(SD_LIBS)
 $(BUILD)/tests/unit/test_peer: $(BUILD)/daemon/diraheadd/peer.o
 $(BUILD)/tests/unit/test_peer: CFLAGS += -Idaemon/diraheadd
 # Memory across restarts: the state file's format, its save and restore, over the policy.
+$(BUILD)/tests/unit/test_budget: $(addprefix $(BUILD)/daemon/diraheadd/,budget.o persist_format.o policy.o)
+$(BUILD)/tests/unit/test_budget: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_budget: LIB_DEPS += -ljson-c
+
 $(BUILD)/tests/unit/test_persist: $(addprefix $(BUILD)/daemon/diraheadd/,persist.o persist_format.o policy.o log.o)
 $(BUILD)/tests/unit/test_persist: CFLAGS += -Idaemon/diraheadd
 $(BUILD)/tests/unit/test_persist: LIB_DEPS += $(SD_LIBS) -ljson-c
@@ -233,7 +237,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $(FUZZ_SAN) \
                 -fsanitize=fuzzer-no-link -Iinclude -Idaemon/common -Idaemon/diraheadd -Itests/fuzz \
                 -I$(BUILD) -DDIRAHEAD_VERSION=\"$(VERSION)\"
-FUZZ_DAEMON  := config hostcheck control httpd peer metrics stats statsview fsmagic policy log decisions \
+FUZZ_DAEMON  := config budget hostcheck control httpd peer metrics stats statsview fsmagic policy log decisions \
                 persist_format
 FUZZ_LIB_OBJS := $(FUZZ_DAEMON:%=$(BUILD)/fuzz/obj/daemon/diraheadd/%.o) \
                  $(COMMON_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)

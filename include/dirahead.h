@@ -367,6 +367,10 @@ struct dirahead_dir *dirahead_dir_submitunder(struct dirahead_engine *e,
 /* Moves the window: fetch entries with index < limit.  A lower limit than before stops further
  * submissions beyond it (requests already in flight complete).  Returns 0, or -EINVAL for NULL. */
 int dirahead_dir_set_limit(struct dirahead_dir *d, uint64_t limit);
+/* Entries with index < from that are not submitted yet are never fetched (skipped, neither
+ * completed nor reported): the program got to them first.  Only moves forward.  Returns 0, or
+ * -EINVAL for NULL. */
+int dirahead_dir_set_from(struct dirahead_dir *d, uint64_t from);
 /* Changes the directory's requests in flight (0: the engine's dir_depth; capped at the engine's
  * depth).  Lower than now: requests in flight complete, no new ones until below.  Returns 0, or
  * -EINVAL for NULL. */

@@ -17,6 +17,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "hostcheck.h"
 
 void dd_config_defaults(struct dd_config *c)
@@ -91,6 +92,7 @@ enum key_type {
 	KEY_ENUM,   /* an int-sized (or bool) field: one of values[] */
 	KEY_STR,    /* char *, malloc'ed */
 	KEY_LIST,   /* struct dd_strlist: words between blanks or commas; empty clears it */
+	KEY_LINES,  /* struct dd_strlist: each line of the key adds its whole value; empty clears */
 };
 
 struct key_enum {
@@ -187,6 +189,14 @@ static bool check_hosts(const char *value, const void *parsed, char *why, size_t
 	return true;
 }
 
+/* [budget] rule: SELECTOR:PATTERN RATE [BURST] (budget.h) */
+static bool check_budget_rule(const char *value, const void *parsed, char *why, size_t len)
+{
+	struct budget_rule r;
+	(void)parsed;
+	return !value[0] || budget_rule_parse(value, &r, why, len) == 0;
+}
+
 static const struct key_enum arm_modes[] = { { "on-block", false }, { "always", true }, { NULL, 0 } };
 static const struct key_enum engines[] = {
 	{ "auto", DIRAHEAD_BACKEND_AUTO }, { "io_uring", DIRAHEAD_BACKEND_URING },
@@ -217,6 +227,7 @@ static const struct key_enum log_levels[] = {
 #define STR(sec, key, f, chk, words) \
 	{ .section = sec, .name = key, .type = KEY_STR, FIELD(f), .check = chk, .expect = words }
 #define LIST(sec, key, f, chk) { .section = sec, .name = key, .type = KEY_LIST, FIELD(f), .check = chk }
+#define LINES(sec, key, f, chk) { .section = sec, .name = key, .type = KEY_LINES, FIELD(f), .check = chk }
 #define KEY(sec, key, t, f, ...) { .section = sec, .name = key, .type = t, FIELD(f), __VA_ARGS__ }
 
 /* Every key of dirahead.conf(5), each as NAME("section", "key", ...) (tests/integration/pkg-man.sh
@@ -278,6 +289,7 @@ static const struct key keys[] = {
 	LIST("filter", "comm_exclude", comm_exclude, NULL),
 	LIST("filter", "cgroup_include", cgroup_include, check_cgroups),
 	LIST("filter", "cgroup_exclude", cgroup_exclude, check_cgroups),
+	LINES("budget", "rule", budget_rules, check_budget_rule),
 	STR("metrics", "address", metrics_address, check_address, NULL),
 	ENUM("metrics", "access", metrics_access, access_modes, "all or control-group"),
 	LIST("metrics", "allowed_hosts", metrics_hosts, check_hosts),
@@ -312,7 +324,7 @@ void dd_config_free(struct dd_config *c)
 {
 	for (size_t i = 0; i < NKEYS; i++) {
 		void *field = (char *)c + keys[i].off;
-		if (keys[i].type == KEY_LIST) {
+		if (keys[i].type == KEY_LIST || keys[i].type == KEY_LINES) {
 			strlist_free(field);
 		} else if (keys[i].type == KEY_STR) {
 			free(*(char **)field);
@@ -433,6 +445,19 @@ static bool parse_list(const char *v, struct dd_strlist *l)
 	return true;
 }
 
+/* One more line of a repeated key; an empty value clears the lines before it. */
+static bool add_line(const char *v, struct dd_strlist *l)
+{
+	if (!v[0]) {
+		strlist_free(l);
+		return true;
+	}
+	if (l->n == DD_LIST_MAX)
+		return false;
+	l->v[l->n] = strdup(v);
+	return l->v[l->n++] != NULL;
+}
+
 static int set_str(char **dst, const char *v)
 {
 	char *s = strdup(v);
@@ -491,6 +516,9 @@ static bool parse_value(const struct key *k, void *field, const char *value, uns
 	case KEY_LIST:
 		assert(k->size == sizeof(struct dd_strlist));
 		return parse_list(value, field); /* false: too many words */
+	case KEY_LINES:
+		assert(k->size == sizeof(struct dd_strlist));
+		return add_line(value, field); /* false: too many lines */
 	}
 	return false;
 }
@@ -505,6 +533,8 @@ static int set_key(struct parse_ctx *p, const struct key *k, const char *value)
 	bool ok = parse_value(k, field, value, &u);
 	if (ok && k->check)
 		ok = k->check(value, number ? (const void *)&u : field, why, sizeof(why));
+	if (!ok && k->type == KEY_LINES && !why[0])
+		return ERR("[%s] %s: more than %d lines", k->section, k->name, DD_LIST_MAX);
 	if (!ok && why[0])
 		return ERR("[%s] %s: %s", k->section, k->name, why);
 	if (!ok && k->type == KEY_LIST)

@@ -74,6 +74,7 @@ struct dd_config {
 	struct dd_strlist path_include, path_exclude; /* mount point / path prefixes */
 	struct dd_strlist comm_include, comm_exclude; /* process names */
 	struct dd_strlist cgroup_include, cgroup_exclude;
+	struct dd_strlist budget_rules; /* [budget] rule lines, checked at load (budget.h) */
 	char *proc_path;            /* the procfs whose PIDs are BPF's (the host's); restart to change */
 	char *state_dir;            /* memory across restarts (persist.h); "": none; restart to change */
 	char *metrics_address;      /* host:port or unix:/path, empty = off */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "budget.h"
 #include "log.h"
 #include "monoclock.h"
 #include "opener.h"
@@ -43,6 +44,8 @@ struct host {
 	sd_event_source *poll_src;  /* drains events BPF queued without waking us (lazy wakeup) */
 	struct opener *openers;     /* for scans and walks (opener.h) */
 	struct policy *pol;
+	struct budget *budget;      /* [budget]: requests per second per filesystem (budget.h) */
+	char mountinfo[4096];       /* the host's, for the budget's rules by type and source */
 	struct host_client clients[HOST_CLIENTS];
 	unsigned nclients;
 	void (*pump)(void *);
@@ -233,6 +236,14 @@ struct host *host_new(sd_event *loop, const struct dd_config *cfg, struct dd_sta
 	}
 	h->loop = loop;
 	h->st = st;
+	snprintf(h->mountinfo, sizeof(h->mountinfo), "%s/1/mountinfo", cfg->proc_path);
+	h->budget = budget_new(&cfg->budget_rules, budget_mount_facts, h->mountinfo);
+	if (!h->budget) {
+		snprintf(err, errlen, "out of memory");
+		policy_free(h->pol);
+		free(h);
+		return NULL;
+	}
 	h->cpu_from_ns = cpu_ns();
 	struct dirahead_engine_opts eo = {
 		.size = sizeof(eo), .backend = cfg->engine, .depth = cfg->depth_total,
@@ -280,11 +291,20 @@ void host_set_pump(struct host *h, void (*fn)(void *), void *ctx)
 void host_reconfigure(struct host *h, const struct dd_config *cfg)
 {
 	policy_reconfigure(h->pol, cfg);
+	/* new rules, new buckets (full: a reload grants a burst) */
+	struct budget *b = budget_new(&cfg->budget_rules, budget_mount_facts, h->mountinfo);
+	if (b) {
+		budget_free(h->budget);
+		h->budget = b;
+	} else {
+		log_warn("reload: out of memory for the [budget] rules: the old ones stay");
+	}
 }
 
 struct dirahead_engine *host_engine(struct host *h) { return h->engine; }
 struct opener *host_openers(struct host *h) { return h->openers; }
 struct policy *host_policy(struct host *h) { return h->pol; }
+struct budget *host_budget(struct host *h) { return h->budget; }
 
 uint64_t host_inflight(const struct host *h)
 {
@@ -319,5 +339,6 @@ void host_free(struct host *h)
 	/* Openers stuck on a hung filesystem are left to finish on their own. */
 	opener_free(h->openers);
 	policy_free(h->pol);
+	budget_free(h->budget);
 	free(h);
 }

@@ -18,6 +18,7 @@
 #include "dirahead.h"
 #include "stats.h"
 
+struct budget;
 struct host;
 struct opener;
 struct policy;
@@ -65,6 +66,8 @@ void host_reconfigure(struct host *h, const struct dd_config *cfg);
 struct dirahead_engine *host_engine(struct host *h);
 struct opener *host_openers(struct host *h);
 struct policy *host_policy(struct host *h);
+/* The [budget] rules now (budget.h); replaced by a reload: ask for it each time. */
+struct budget *host_budget(struct host *h);
 uint64_t host_inflight(const struct host *h);
 const char *host_backend(const struct host *h);
 /* Frees the engine (abandoning requests stuck on a hung filesystem: no callbacks after). */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "decisions.h"
 #include "detector.h"
 #include "dirahead.h"
@@ -73,6 +74,9 @@ struct scan {
 	double judged_before_ns, judged_after_ns; /* the last pay-off judgment (decisions.h) */
 	uint64_t app_pos;           /* entries of our order the application has reached */
 	uint64_t window, limit;
+	char *real;                 /* its directory's path as the daemon sees it ([budget] path:) */
+	bool budgeted;              /* a [budget] rule holds its filesystem */
+	bool budget_short;          /* ... and granted less than the window asked for */
 	uint64_t completed, failed; /* prefetch requests finished */
 	uint64_t hits, misses, late, consecutive_misses;
 	uint64_t start_ns, last_ns;
@@ -190,6 +194,7 @@ static void free_scan(struct scan *s)
 		}
 	assert(m->nscans > 0);
 	m->nscans--;
+	free(s->real);
 	free(s);
 	update_timer(m);
 }
@@ -812,6 +817,35 @@ static void on_resolved(struct scan_mgr *m, const struct start_job *r, int fd)
 	update_timer(m);
 }
 
+/*
+ * The window is to reach `want`: how far it may go under the [budget] (budget_grant, the
+ * decision), acted on here, the one place a scan lets prefetch requests out.  Under a rule the
+ * window starts where the program is: entries it reached while the budget held them back were
+ * stat'ed by the program itself; they are counted and never sent (dirahead_dir_set_from).
+ */
+static uint64_t budget_window(struct scan *s, uint64_t want)
+{
+	struct scan_mgr *m = s->mgr;
+	uint64_t start = s->limit > s->app_pos ? s->limit : s->app_pos;
+	struct budget *b = host_budget(m->host);
+	if (budget_empty(b) || want <= start)
+		return want > s->limit ? want : s->limit;
+	struct budget_fs fs = { .dev_major = s->dev_major, .dev_minor = s->dev_minor,
+				.magic_name = fsmagic_name(s->magic), .path = s->real };
+	bool ruled;
+	uint64_t got = budget_grant(b, &fs, want - start, mono_ns(), &ruled);
+	s->budgeted = ruled;
+	if (!ruled)
+		return want;
+	if (s->budget_short && start > s->limit)
+		m->st->budget_held_back += start - s->limit;
+	if (start > s->limit && s->dir)
+		dirahead_dir_set_from(s->dir, start);
+	m->st->budget_granted += got;
+	s->budget_short = got < want - start;
+	return start + got;
+}
+
 /* The opener is done (on the event loop): prefetch, or drop the scan. */
 static void opened(struct start_job *job)
 {
@@ -855,7 +889,8 @@ static void opened(struct start_job *job)
 		drop_opening(s, v.why);
 		return;
 	}
-	s->limit = s->app_pos + s->window;
+	s->real = strdup(real);
+	s->limit = budget_window(s, s->app_pos + s->window);
 	s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
 	unsigned batch = 0;
 	if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && order != s->order) {
@@ -876,6 +911,8 @@ static void opened(struct start_job *job)
 		drop_opening(s, DD_SKIP_ENGINE);
 		return;
 	}
+	if (s->budgeted) /* the program did those on its own: not out of the budget */
+		dirahead_dir_set_from(s->dir, s->app_pos);
 	s->life = SCAN_PREFETCHING;
 	detector_scan_step(m->det, s->id, progress_step(s));
 }
@@ -978,9 +1015,9 @@ static struct progress served(const struct scan *s, const struct dirahead_event 
 	/* Misses that say nothing of where the program goes, counted as late: nothing is fetched
 	 * yet (the directory is still being read, or read whole to sort it: as while opening), or
 	 * the window lags a program walking our order through what is fetched (threads side by
-	 * side, a busy daemon; the window grows below). */
+	 * side, a busy daemon; the window grows below), or the [budget] holds it back. */
 	if (p.kind == SERVED_MISS && s->life == SCAN_PREFETCHING &&
-	    (!s->completed || (found && p.sequential && !judge_holds(&s->j))))
+	    (!s->completed || s->budget_short || (found && p.sequential && !judge_holds(&s->j))))
 		p.kind = SERVED_LATE;
 	return p;
 }
@@ -1026,7 +1063,7 @@ static void stop_or_grow(struct scan *s, const struct progress *p)
 	uint32_t old_step = progress_step(s);
 	if (p->kind != SERVED_MISS && p->sequential && s->window < m->cfg.window_max)
 		s->window = s->window * 2 > m->cfg.window_max ? m->cfg.window_max : s->window * 2;
-	uint64_t limit = s->app_pos + s->window;
+	uint64_t limit = budget_window(s, s->app_pos + s->window);
 	if (limit > s->limit) {
 		s->limit = limit;
 		dirahead_dir_set_limit(s->dir, limit);

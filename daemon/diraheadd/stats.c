@@ -170,6 +170,11 @@ const struct dd_stat_row dd_stat_rows[] = {
 	  .metric = "dirahead_daemon_cpu_seconds_total", .type = "counter", .f64 = true,
 	  .off = S(cpu_s), .json_off = S(cpu_s),
 	  .help = "CPU time of the daemon process (every thread, user and system; not its BPF programs', counted in the programs they run in)." },
+	/* [budget]: requests per second per filesystem */
+	COUNTER("budget_granted", "dirahead_budget_granted_total", S(budget_granted),
+		"Prefetch requests the [budget] rules let go to the filesystems they hold."),
+	COUNTER("budget_held_back", "dirahead_budget_held_back_total", S(budget_held_back),
+		"Prefetch requests the [budget] rules held back: entries the program reached first and stat'ed itself (never sent)."),
 	HOOK(DD_STAT_HOOK_ARM),
 	HOOK(DD_STAT_HOOK_FILESYSTEMS),
 	HOOK(DD_STAT_HOOK_PROGRAMS),

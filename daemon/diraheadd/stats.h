@@ -148,6 +148,9 @@ struct dd_stats {
 		double gained, lost;     /* sums of the positive estimates, of the negative ones' size */
 	} saved_by[DD_SAVED_TYPES];
 	double cpu_s;                    /* the daemon's CPU time (dd_process_cpu_s) when read */
+	/* [budget] (budget.h): requests the budget let go to filesystems under a rule, and entries
+	 * it held back that the program then reached (it stat'ed them itself; never sent) */
+	uint64_t budget_granted, budget_held_back;
 };
 
 extern const double dd_latency_bounds[DD_LAT_BUCKETS];

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "decisions.h"
 #include "detector.h"
 #include "fsknow.h"
@@ -714,6 +715,12 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		m->st->skips[DD_SKIP_USER_BUSY]++;
 		return NULL;
 	}
+	/* a [budget] rule holds the filesystem: its requests go through the scans' windows only */
+	struct budget_fs bf = { .dev_major = ev->dev_major, .dev_minor = ev->dev_minor,
+				.magic_name = fsmagic_name(ev->magic),
+				.path = top_path[0] == '/' ? top_path : NULL };
+	if (budget_holds(host_budget(m->host), &bf))
+		return NULL;
 	struct dirahead_cred cred;
 	if (procdir_cred(ev, &cred) < 0) { /* all of them, or no walk */
 		m->st->skips[DD_SKIP_CRED]++;

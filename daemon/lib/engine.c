@@ -83,6 +83,7 @@ struct dirahead_dir {
 	void *data;
 	enum dirahead_order order;
 	uint64_t limit;
+	uint64_t from;              /* entries below it not submitted yet are never fetched */
 	unsigned depth;
 	uint32_t batch;
 	/* before the open */
@@ -394,10 +395,13 @@ static void dir_finish(struct dirahead_dir *d, int error)
 	kick(e);
 }
 
-/* DIRAHEAD_DIR_LIST_ONLY: an entry getdents typed as anything but a directory is not fetched. */
+/* DIRAHEAD_DIR_LIST_ONLY: an entry getdents typed as anything but a directory is not fetched;
+ * nor one below dirahead_dir_set_from()'s index. */
 static bool dir_wants(const struct dirahead_dir *d, uint32_t i)
 {
 	uint8_t t = d->cur->ents[i].type;
+	if (d->cur->base + i < d->from)
+		return false;
 	return !d->list_only || t == DT_DIR || t == DT_UNKNOWN;
 }
 
@@ -1290,6 +1294,16 @@ int dirahead_dir_set_limit(struct dirahead_dir *d, uint64_t limit)
 	if (!d)
 		return -EINVAL;
 	d->limit = limit;
+	kick(d->e);
+	return 0;
+}
+
+int dirahead_dir_set_from(struct dirahead_dir *d, uint64_t from)
+{
+	if (!d)
+		return -EINVAL;
+	if (from > d->from)
+		d->from = from;
 	kick(d->e);
 	return 0;
 }

@@ -58,6 +58,13 @@ bad window-order '[prefetch]\nwindow_max = 16\n\nwindow_start = 32\n' 4 'window_
 bad depth-order '[prefetch]\ndepth_per_scan = 256\n' 2 'depth_per_scan (256) is above depth_total (128)'
 bad cgroup-relative '[filter]\ncgroup_include = system.slice\n' 2 '[filter] cgroup_include:'
 bad list-long "[filter]\nfs_include = $(printf 'a%d ' $(seq 1 33))\n" 2 '[filter] fs_include: more than 32'
+bad budget-negative '[budget]\nrule = fstype:fuse.rclone 50\nrule = path:/mnt/b2 -5\n' 3 "[budget] rule: rate '-5' is not"
+bad budget-zero '[budget]\nrule = fstype:fuse 0\n' 2 "[budget] rule: rate '0'"
+bad budget-selector '[budget]\nrule = device:8:1 10\n' 2 "[budget] rule: unknown selector 'device'"
+bad budget-norate '[budget]\nrule = fstype:fuse\n' 2 '[budget] rule:'
+bad budget-burst '[budget]\nrule = fstype:fuse 10 0\n' 2 "[budget] rule: burst '0'"
+bad budget-path '[budget]\nrule = path:mnt 10\n' 2 "[budget] rule: 'mnt' is not an absolute path"
+bad budget-many "[budget]\n$(printf 'rule = path:/m%d 1\\n' $(seq 1 33))" 34 '[budget] rule: more than 32 lines'
 bad address-word '[metrics]\naddress = somewhere\n' 2 '[metrics] address:'
 bad address-port '[metrics]\naddress = 127.0.0.1:65536\n' 2 '[metrics] address:'
 bad address-noport '[metrics]\naddress = [::1]\n' 2 '[metrics] address:'
@@ -193,6 +200,10 @@ path_include = /srv /home
 path_exclude = /srv/tmp
 comm_include =
 comm_exclude = updatedb* plocate*
+[budget]
+rule = fstype:fuse.rclone 50
+rule = source:b2:* 2.5 10
+rule = path:/srv/cold 200
 [metrics]
 address =
 allowed_hosts = metrics.example, metrics.example:8080 192.0.2.1 [2001:db8::1]:9567

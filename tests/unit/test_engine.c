@@ -397,6 +397,27 @@ static void test_limit(void **state)
 	check_order(t, DIRAHEAD_ORDER_READDIR, 0, NBIG);
 }
 
+/* set_from: entries below it not submitted yet are never fetched, even across batches; the
+ * directory still ends (all the rest fetched) */
+static void test_from(void **state)
+{
+	struct t *t = *state;
+	reset(t);
+	struct dirahead_dir *d = submit(t, big, DIRAHEAD_ORDER_READDIR, 100, 0, 1000);
+	pump_until(t, 100);
+	assert_int_equal(dirahead_dir_set_from(d, 40), 0); /* all fetched already: no change */
+	assert_int_equal(dirahead_dir_set_from(d, 1500), 0); /* into the second batch */
+	assert_int_equal(dirahead_dir_set_from(d, 700), 0); /* never back */
+	dirahead_dir_set_limit(d, UINT64_MAX);
+	assert_int_equal(dirahead_engine_run(t->e, 10000), 0);
+	assert_int_equal(t->dones, 1);
+	assert_int_equal(t->done_error, 0);
+	assert_int_equal(t->n, 100 + NBIG - 1500);
+	for (size_t i = 0; i < t->n; i++)
+		assert_true(t->recs[i].index < 100 || t->recs[i].index >= 1500);
+	assert_int_equal(dirahead_dir_set_from(NULL, 1), -EINVAL);
+}
+
 static void test_find(void **state)
 {
 	struct t *t = *state;
@@ -760,6 +781,7 @@ int main(void)
 		PER_BACKEND(test_depth1_sequence),
 		PER_BACKEND(test_batches),
 		PER_BACKEND(test_limit),
+		PER_BACKEND(test_from),
 		PER_BACKEND(test_find),
 		PER_BACKEND(test_cancel),
 		PER_BACKEND(test_errors),
