@@ -26,7 +26,11 @@ TRACE_PID=
 MARK=0
 
 trace_start() {
-	"$TRACE" "$@" >"$TRACE_OUT" 2>"$TRACE_ERR" &
+	# emptied here, not by the redirection: that happens in the child, after the loop below may
+	# already have read the previous trace's "attached" line (a busy machine did)
+	: >"$TRACE_OUT"
+	: >"$TRACE_ERR"
+	"$TRACE" "$@" >>"$TRACE_OUT" 2>>"$TRACE_ERR" &
 	TRACE_PID=$!
 	on_exit "kill -INT $TRACE_PID 2>/dev/null; wait $TRACE_PID 2>/dev/null"
 	# up to 90 s: loading verifies ~95,000 instructions, which takes long on a loaded machine
