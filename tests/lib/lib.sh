@@ -3,8 +3,8 @@
 # Shared helpers for the integration tests: source it first thing.
 #   . "$(dirname "$0")/../lib/lib.sh"
 # Gives: guaranteed cleanup (on_exit, run LIFO on exit, error or signal), skip/fail/assert helpers,
-# a scratch directory ($T), wait_for, file creation, and slowfs_mount (mount, wait for readiness,
-# unmount on exit in one call).
+# a scratch directory ($T), wait_for, file creation, timed_ls, and slowfs_mount (mount, wait for
+# readiness, unmount on exit in one call).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -64,6 +64,15 @@ qgrep() { grep "$@" >/dev/null; }
 
 # now_ms: monotonic-enough wall clock in milliseconds, for elapsed-time assertions.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# timed_ls DIR: `ls -l` DIR as $T/dra-ls (a link to ls the test makes, for comm_include = dra-*),
+# print the milliseconds it took.
+timed_ls() {
+	local t0
+	t0=$(now_ms)
+	"$T/dra-ls" -l "$1" >/dev/null
+	echo $(($(now_ms) - t0))
+}
 
 # Scratch directory, removed at exit (after everything mounted below it is unmounted).
 T=$(mktemp -d "/tmp/dirahead-$TEST_NAME.XXXXXX")
