@@ -112,6 +112,15 @@ fuse_for_users() {
 	fi
 }
 
+# bpf_run_counts: the kernel counts each BPF program's runs (kernel.bpf_stats_enabled) for the
+# test; the old setting is restored at exit.
+bpf_run_counts() {
+	local old
+	old=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	on_exit "echo $old >/proc/sys/kernel/bpf_stats_enabled"
+	echo 1 >/proc/sys/kernel/bpf_stats_enabled
+}
+
 # drop_caches: make the next metadata access go to the filesystem.
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
