@@ -141,6 +141,13 @@ static double cost_value(const struct pol_cost *c)
 	return c->lat_ns >= 0 ? c->lat_ns : c->gap_ns;
 }
 
+/* Is F the filesystem on device (MAJ, MIN) of this magic?  The device alone is not enough: another
+ * kind of filesystem may get the number when the first is unmounted. */
+static bool fs_is(const struct pol_fs *f, uint32_t maj, uint32_t min, uint64_t magic)
+{
+	return f->dev_major == maj && f->dev_minor == min && f->magic == magic;
+}
+
 struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 			       uint64_t magic, uint64_t mnt_id, uint64_t now)
 {
@@ -553,7 +560,7 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 		return POL_ARM_YES;
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct pol_fs *f = &p->fs[i];
-		if (f->dev_major != dev_major || f->dev_minor != dev_minor || f->magic != magic)
+		if (!fs_is(f, dev_major, dev_minor, magic))
 			continue;
 		/* the same rules as policy_on_scan(), as far as they go without the scan's cost */
 		if (policy_hung(f, now))
@@ -576,7 +583,7 @@ bool policy_blocked(struct policy *p, uint32_t dev_major, uint32_t dev_minor, ui
 		return false;
 	for (unsigned i = 0; i < p->n; i++) {
 		struct pol_fs *f = &p->fs[i];
-		if (f->dev_major != dev_major || f->dev_minor != dev_minor || f->magic != magic)
+		if (!fs_is(f, dev_major, dev_minor, magic))
 			continue;
 		/* fast, trusted or not (arming would say yes to an old one anyway): judged again,
 		 * unless a re-judgment found it fast lately */
@@ -651,7 +658,7 @@ void policy_note_fsinfo(struct policy *p, uint32_t dev_major, uint32_t dev_minor
 		return; /* nothing read from the kernel */
 	for (unsigned i = 0; i < p->n; i++) {
 		struct pol_fs *f = &p->fs[i];
-		if (f->dev_major == dev_major && f->dev_minor == dev_minor && f->magic == magic) {
+		if (fs_is(f, dev_major, dev_minor, magic)) {
 			f->fsinfo = fsinfo;
 			found = true;
 		}
@@ -665,8 +672,7 @@ uint32_t policy_fsinfo(const struct policy *p, uint32_t dev_major, uint32_t dev_
 {
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct pol_fs *f = &p->fs[i];
-		if (f->dev_major == dev_major && f->dev_minor == dev_minor && f->magic == magic &&
-		    f->fsinfo)
+		if (fs_is(f, dev_major, dev_minor, magic) && f->fsinfo)
 			return f->fsinfo;
 	}
 	return 0;

@@ -11,9 +11,7 @@
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
 
-old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
-on_exit "echo $old_stats >/proc/sys/kernel/bpf_stats_enabled"
-echo 1 >/proc/sys/kernel/bpf_stats_enabled
+bpf_run_counts
 
 N=2000 D=40 F=50
 make_files "$T/back/big" $N

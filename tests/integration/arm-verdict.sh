@@ -10,9 +10,7 @@
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
 
-old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
-on_exit "echo $old_stats >/proc/sys/kernel/bpf_stats_enabled"
-echo 1 >/proc/sys/kernel/bpf_stats_enabled
+bpf_run_counts
 
 N=2000
 for d in first again more; do make_files "$T/back/$d" $N; done

@@ -12,8 +12,9 @@
 #   B. a PID namespace of its own, the host's /proc mounted at /host/proc and named by
 #      [daemon] proc (a DaemonSet without hostPID).
 # The base image is a debootstrap root (minbase, from the archive apt is configured with), cached
-# in $BUILD/container-root and imported once as localhost/dirahead-test-base:KEY; the two package
-# stages of the Containerfile are kept as tagged images (localhost/dirahead-test-{build,runtime}-deps).
+# in $BUILD/container-root (lib.sh's cached_debian_root; its lock is held to the end, the images
+# are shared too) and imported once as localhost/dirahead-test-base:KEY; the two package stages
+# of the Containerfile are kept as tagged images (localhost/dirahead-test-{build,runtime}-deps).
 # First run: debootstrap 30-50 s, the toolchain stage 1-3 min; then 1-2 min (the build stage
 # compiles the tree).  Containers, this run's images and mounts are removed at exit.
 # podman runs with runc: crun 1.8 refuses a host whose cgroup2 hierarchy holds a controller
@@ -24,12 +25,7 @@ need_root
 need_cmd podman runc debootstrap python3 curl flock
 [ -r /sys/kernel/btf/vmlinux ] || skip "no /sys/kernel/btf/vmlinux"
 
-SUITE=bookworm
-MIRROR=${DIRAHEAD_DEBIAN_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
-	awk -v s="$SUITE" '$2 == s { print $1; exit }')}
-[ -n "$MIRROR" ] || fail "apt has no source for $SUITE (set DIRAHEAD_DEBIAN_MIRROR)"
 ROOT=$BUILD/container-root
-ROOT_RECIPE=1             # bump when the way the root is made changes
 CONTAINERFILE=$TOP/packaging/container/Containerfile
 # The unit's capabilities, read from it (pkg-container checks the DaemonSet against it too).
 CAPS=$(sed -n 's/^CapabilityBoundingSet=//p' "$TOP/packaging/systemd/dirahead.service")
@@ -41,40 +37,8 @@ pm() { podman --runtime runc "$@"; }
 # CAP_SYS_RESOURCE, which a CI host that is itself a container may lack (root is exempt anyway).
 LIMITS=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 
-mkdir -p "$BUILD"
-exec {lock_fd}>"$BUILD/container-root.lock"
-flock -w 900 "$lock_fd" || fail "$BUILD/container-root.lock still held after 15 min"
-
-drop_tree() {
-	[ -e "$1" ] || return 0
-	local d m
-	d=$(realpath -m "$1")
-	awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo |
-		sort -r | while read -r m; do umount -l "$m"; done
-	rm -rf --one-file-system "$1"
-}
-
 # ---- the base image: a debootstrap root, imported ---------------------------------------------
-KEY="recipe=$ROOT_RECIPE suite=$SUITE variant=minbase mirror=$MIRROR"
-if [ "$(cat "$ROOT/.dirahead-root" 2>/dev/null)" != "$KEY" ]; then
-	NEW=$ROOT.new
-	drop_tree "$NEW"
-	on_exit "drop_tree '$NEW'"
-	info "debootstrap $SUITE (minbase) from $MIRROR"
-	t0=$(date +%s)
-	setsid debootstrap --variant=minbase "$SUITE" "$NEW" "$MIRROR" \
-		>"$BUILD/container-root.log" 2>&1 </dev/null &
-	DEBOOTSTRAP_PID=$!
-	on_exit '[ -z "$DEBOOTSTRAP_PID" ] || kill -KILL -- "-$DEBOOTSTRAP_PID"'
-	wait "$DEBOOTSTRAP_PID" ||
-		fail "debootstrap failed (log: $BUILD/container-root.log): $(tail -n 20 "$BUILD/container-root.log")"
-	DEBOOTSTRAP_PID=
-	rm -rf "$NEW"/var/cache/apt/archives/*.deb "$NEW"/var/lib/apt/lists/*_Packages
-	printf '%s\n' "$KEY" >"$NEW/.dirahead-root"
-	drop_tree "$ROOT"
-	mv "$NEW" "$ROOT"
-	info "root made in $(($(date +%s) - t0)) s: $(du -sh "$ROOT" | cut -f1)"
-fi
+cached_debian_root "$ROOT"
 BASE=localhost/dirahead-test-base:$(sha256sum <"$ROOT/.dirahead-root" | cut -c1-12)
 if ! pm image exists "$BASE"; then
 	info "importing $ROOT as $BASE"

@@ -87,6 +87,20 @@ prefetched() {
 }
 # filtered_metric: the filtered skips in the metrics
 filtered_metric() { ctl metrics | sed -n 's/^dirahead_skips_total{reason="filtered"} //p'; }
+# assert_prefetched WHERE: the ls just run was prefetched: the daemon logged its scan and fetched
+# half its entries at least; with no other daemon here, ls sent at most a fifth of the lookups
+# itself and the daemon half of them at least.
+assert_prefetched() {
+	local app
+	logged "$LS_PID" scan
+	app=$(lookups "$LS_PID")
+	info "$1: ls sent $app of $N lookups itself, the daemon $(lookups "$DAEMON_PID")"
+	assert_ge "$(prefetched "$LS_PID")" $((N / 2)) "entries prefetched for the ls $1"
+	if [ "$others" = 0 ]; then
+		assert_le "$app" $((N / 5)) "lookups ls sent itself $1"
+		assert_ge "$(lookups "$DAEMON_PID")" $((N / 2)) "lookups the daemon sent (prefetch)"
+	fi
+}
 
 # (the hooks attached from the start: this is about the scans' filter; an excluded process does
 # not even arm them, see arm-filter.sh)
@@ -115,14 +129,7 @@ assert_ge "$(filtered_metric)" 1 "filtered skips counted (metrics)"
 
 info "exclude $TOP: ls outside it"
 run_ls OUT "$T/mnt/ex-out"
-logged "$LS_PID" scan
-app=$(lookups "$LS_PID")
-info "not excluded: ls sent $app of $N lookups itself, the daemon $(lookups "$DAEMON_PID")"
-assert_ge "$(prefetched "$LS_PID")" $((N / 2)) "entries prefetched for the ls outside"
-if [ "$others" = 0 ]; then
-	assert_le "$app" $((N / 5)) "lookups ls sent itself outside the excluded cgroup"
-	assert_ge "$(lookups "$DAEMON_PID")" $((N / 2)) "lookups the daemon sent (prefetch)"
-fi
+assert_prefetched "outside the excluded cgroup"
 
 # The exclude entry is a string prefix of $INNER but not a path component of it: no match.
 cat >"$DAEMON_CONF" <<EOF
@@ -139,14 +146,7 @@ slowfs_ctl reset >/dev/null
 
 info "include $TOP: ls inside $INNER"
 run_ls IN "$T/mnt/in-in"
-logged "$LS_PID" scan
-app=$(lookups "$LS_PID")
-info "included: ls sent $app of $N lookups itself, the daemon $(lookups "$DAEMON_PID")"
-assert_ge "$(prefetched "$LS_PID")" $((N / 2)) "entries prefetched for the ls inside"
-if [ "$others" = 0 ]; then
-	assert_le "$app" $((N / 5)) "lookups ls sent itself inside the included cgroup"
-	assert_ge "$(lookups "$DAEMON_PID")" $((N / 2)) "lookups the daemon sent (prefetch)"
-fi
+assert_prefetched "inside the included cgroup"
 
 info "include $TOP: ls outside it"
 slowfs_ctl reset >/dev/null

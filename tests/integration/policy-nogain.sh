@@ -31,13 +31,6 @@ printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_
 slowfs_mount "$T/back" "$T/mnt" --latency-us 0 --lookup-us 100 --entry-timeout 0 --attr-timeout 0
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
-timed_ls() { # DIR: ls -l it as dra-ls, print the milliseconds it took
-	local t0
-	t0=$(now_ms)
-	"$T/dra-ls" -l "$1" >/dev/null
-	echo $(($(now_ms) - t0))
-}
-
 off=$(timed_ls "$T/mnt/off")
 info "ls -l without the daemon: $off ms"
 daemon_start

@@ -6,12 +6,7 @@
 # loops) counted but never followed; a missing or non-directory DIR gives exit 1 while the
 # others are still warmed.
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
-
-# field KEY: the value of KEY= in the summary line in $OUT; field_n: without its unit
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
+. "$(dirname "$0")/../lib/prefetch.sh"
 
 info "usage"
 expect_exit 2 "$CTL"

@@ -6,11 +6,7 @@
 # directory mid-way changes nothing (everything is relative to the engine's own fd); removing it
 # mid-way ends the run sensibly (exit 0 or 1 with a summary, no crash).
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
-
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
+. "$(dirname "$0")/../lib/prefetch.sh"
 
 N=200000
 RSS_MAX_KIB=12288

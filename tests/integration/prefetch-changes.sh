@@ -5,12 +5,9 @@
 # run takes seconds), both engines: entries deleted mid-way are counted as errors (ENOENT), the
 # run still ends with exit 0; the whole directory removed mid-way ends it sensibly too.
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
+. "$(dirname "$0")/../lib/prefetch.sh"
 need_root
 
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
 lookups_ge() { [ "$(slowfs_stat total.lookup)" -ge "$1" ]; }
 
 N=3000

@@ -7,12 +7,8 @@
 # Also: the engine lets go of a finished directory while still working on another (its
 # filesystem unmounts at once, mid-run), and slowfs unmounts right after the prefetch.
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
+. "$(dirname "$0")/../lib/prefetch.sh"
 need_root
-
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
 
 N=2000
 make_files "$T/back" $N

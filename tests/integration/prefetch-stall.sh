@@ -11,12 +11,9 @@
 #    depth, yet after the stall timeout (1 s) they stop counting and LOCAL is fetched; SIGINT
 #    then cancels at once.
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
+. "$(dirname "$0")/../lib/prefetch.sh"
 need_root
 
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
 inflight_ge() { [ "$(slowfs_stat inflight)" -ge "$1" ]; }
 has_summary() { grep -q '^prefetch:' "$1"; }
 # reaped: every thread of the process has exited (a zombie leader alone is not enough: the

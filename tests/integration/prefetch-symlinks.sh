@@ -5,12 +5,8 @@
 # slowfs (its root, a directory in it, a file in it), dangle, or loop is prefetched quickly, and
 # slowfs receives no request at all; the links themselves are counted as entries.
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
+. "$(dirname "$0")/../lib/prefetch.sh"
 need_root
-
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
 
 make_files "$T/back/d" 100
 slowfs_mount "$T/back" "$T/mnt" --latency-us 1000

@@ -6,13 +6,10 @@
 # rest of the tree is warmed, exit 0; an unreadable DIR argument gives exit 1 and the other DIR
 # is still warmed.  On slowfs, lookups failing with EIO are counted as errors too.
 . "$(dirname "$0")/../lib/lib.sh"
-CTL=$BUILD/diraheadctl
-[ -x "$CTL" ] || skip "build/diraheadctl not built (run make)"
+. "$(dirname "$0")/../lib/prefetch.sh"
 need_root
 need_cmd setpriv
 
-field() { sed -n "s/^prefetch:.* $1=\([^ ]*\).*/\1/p" <<<"$OUT" | head -n1; }
-field_n() { field "$1" | sed 's/[A-Za-z]*$//'; }
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 
 chmod 755 "$T"

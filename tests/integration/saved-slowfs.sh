@@ -25,12 +25,6 @@ printf '[daemon]\nlog_summary_s = 1\n[metrics]\naddress =\n[filter]\ncomm_includ
 slowfs_mount "$T/back" "$T/mnt" --latency-us 400
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
-timed_ls() { # DIR: ls -l it as dra-ls, print the milliseconds it took
-	local t0
-	t0=$(now_ms)
-	"$T/dra-ls" -l "$1" >/dev/null
-	echo $(($(now_ms) - t0))
-}
 # ms SECONDS: a saved_seconds value in whole milliseconds (may be negative)
 ms() { awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }'; }
 

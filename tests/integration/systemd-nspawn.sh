@@ -18,20 +18,11 @@ need_root
 need_cmd debootstrap systemd-nspawn make readelf dpkg-query flock
 [ -r /sys/kernel/btf/vmlinux ] || skip "no /sys/kernel/btf/vmlinux (the unit's condition)"
 
-SUITE=bookworm
-# The archive debootstrap fetches from: the one this machine's apt is configured with for the
-# suite (the project names no archive of its own), or DIRAHEAD_DEBIAN_MIRROR.
-MIRROR=${DIRAHEAD_DEBIAN_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
-	awk -v s="$SUITE" '$2 == s { print $1; exit }')}
-[ -n "$MIRROR" ] || fail "apt has no source for $SUITE (set DIRAHEAD_DEBIAN_MIRROR)"
 ROOT=$BUILD/nspawn-root
-ROOT_RECIPE=1             # bump when the way the root is made changes
 RUN_TIMEOUT=150           # seconds for boot, checks and exit of the container
 
-mkdir -p "$BUILD"
-# One run per build directory at a time: they share the cached root.
-exec {lock_fd}>"$BUILD/nspawn-root.lock"
-flock -w 900 "$lock_fd" || fail "$BUILD/nspawn-root.lock still held after 15 min"
+# One run per build directory at a time: they share the cached root (and the build below).
+root_lock "$ROOT"
 
 # ---- the daemon, staged as `make install DESTDIR=` --------------------------------------------
 make -s -C "$TOP" BUILD="$BUILD" install-bins >"$T/build.log" 2>&1 ||
@@ -58,59 +49,8 @@ runtime_pkgs() {
 	printf "%s\n" systemd procps
 }
 
-# drop_tree DIR: remove a root, unmounting first whatever an interrupted debootstrap left mounted
-# in it (its /proc, /sys), so that rm cannot reach into the host's.
-drop_tree() {
-	[ -e "$1" ] || return 0
-	unmount_under "$1"
-	rm -rf --one-file-system "$1"
-}
-# unmount_under DIR: lazily unmount DIR and everything mounted below it, deepest first.
-unmount_under() {
-	local d m
-	d=$(realpath -m "$1")
-	awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo |
-		sort -r | while read -r m; do umount -l "$m"; done
-}
-
-# stop_group PID: end the process group PID leads (SIGTERM, then SIGKILL after 10 s).
-stop_group() {
-	local i
-	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 0
-	kill -TERM -- "-$1"
-	for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL -- "-$1" 2>/dev/null
-	wait "$1" 2>/dev/null || true
-}
-
-PKGS=$(runtime_pkgs | sort -u | paste -sd, -)
-KEY="recipe=$ROOT_RECIPE suite=$SUITE variant=minbase include=$PKGS"
-if [ "$(cat "$ROOT/.dirahead-root" 2>/dev/null)" != "$KEY" ]; then
-	# Made beside the cache and renamed into place only when complete: an interrupted run leaves
-	# no root that a later one would take for finished.
-	NEW=$ROOT.new
-	drop_tree "$NEW"
-	on_exit "drop_tree '$NEW'"
-	info "debootstrap $SUITE (minbase + $PKGS) from $MIRROR"
-	t0=$(date +%s)
-	# In the background, in its own process group, and waited for: bash runs the traps of a
-	# signal (a test timeout) only after a foreground command ends, and debootstrap's children
-	# (dpkg in a chroot) must be stopped before its tree is removed.
-	setsid debootstrap --variant=minbase --include="$PKGS" "$SUITE" "$NEW" "$MIRROR" \
-		>"$BUILD/nspawn-root.log" 2>&1 </dev/null &
-	DEBOOTSTRAP_PID=$!
-	on_exit 'stop_group $DEBOOTSTRAP_PID'
-	wait "$DEBOOTSTRAP_PID" ||
-		fail "debootstrap failed (log: $BUILD/nspawn-root.log): $(tail -n 20 "$BUILD/nspawn-root.log")"
-	DEBOOTSTRAP_PID=
-	rm -rf "$NEW"/var/cache/apt/archives/*.deb "$NEW"/var/lib/apt/lists/*_Packages
-	printf '%s\n' "$KEY" >"$NEW/.dirahead-root"
-	drop_tree "$ROOT"
-	mv "$NEW" "$ROOT"
-	info "root made in $(($(date +%s) - t0)) s: $(du -sh "$ROOT" | cut -f1)"
-else
-	info "reusing $ROOT"
-fi
+PKGS=$(runtime_pkgs | sort -u)
+cached_debian_root "$ROOT" $PKGS
 
 # ---- boot it ------------------------------------------------------------------------------------
 MACHINE=dirahead-test-$$

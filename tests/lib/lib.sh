@@ -3,8 +3,8 @@
 # Shared helpers for the integration tests: source it first thing.
 #   . "$(dirname "$0")/../lib/lib.sh"
 # Gives: guaranteed cleanup (on_exit, run LIFO on exit, error or signal), skip/fail/assert helpers,
-# a scratch directory ($T), wait_for, file creation, and slowfs_mount (mount, wait for readiness,
-# unmount on exit in one call).
+# a scratch directory ($T), wait_for, file creation, timed_ls, slowfs_mount (mount, wait for
+# readiness, unmount on exit in one call), and the container tests' cached Debian root.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -65,6 +65,15 @@ qgrep() { grep "$@" >/dev/null; }
 # now_ms: monotonic-enough wall clock in milliseconds, for elapsed-time assertions.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# timed_ls DIR: `ls -l` DIR as $T/dra-ls (a link to ls the test makes, for comm_include = dra-*),
+# print the milliseconds it took.
+timed_ls() {
+	local t0
+	t0=$(now_ms)
+	"$T/dra-ls" -l "$1" >/dev/null
+	echo $(($(now_ms) - t0))
+}
+
 # Scratch directory, removed at exit (after everything mounted below it is unmounted).
 T=$(mktemp -d "/tmp/dirahead-$TEST_NAME.XXXXXX")
 on_exit "rm -rf '$T'"
@@ -101,6 +110,15 @@ fuse_for_users() {
 		chmod o+rw /dev/fuse
 		on_exit "chmod $mode /dev/fuse"
 	fi
+}
+
+# bpf_run_counts: the kernel counts each BPF program's runs (kernel.bpf_stats_enabled) for the
+# test; the old setting is restored at exit.
+bpf_run_counts() {
+	local old
+	old=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	on_exit "echo $old >/proc/sys/kernel/bpf_stats_enabled"
+	echo 1 >/proc/sys/kernel/bpf_stats_enabled
 }
 
 # drop_caches: make the next metadata access go to the filesystem.
@@ -236,4 +254,93 @@ slowfs_stat() {
 	out=$(slowfs_ctl stats) || fail "slowfs_ctl stats failed"
 	awk -F= -v k="$1" '$1 == k { v = substr($0, length(k) + 2); found = 1 }
 		END { print found ? v : 0 }' <<<"$out"
+}
+
+# ---------------------------------------------------------------------------------------------
+# A Debian root for the container tests (systemd-nspawn.sh, container-run.sh)
+#
+# cached_debian_root DIR [PACKAGE...]
+#   Makes DIR a minimal Debian root (debootstrap --variant=minbase of $DEBIAN_SUITE, PACKAGE...
+#   included) from the archive this machine's apt is configured with for the suite (the project
+#   names no archive of its own), or $DIRAHEAD_DEBIAN_MIRROR; unless DIR holds one made the same
+#   way already (its .dirahead-root says how: recipe, suite, archive, packages).  Takes DIR's
+#   lock first (root_lock).  debootstrap's log is DIR.log.
+# root_lock DIR   one test at a time uses the root DIR (DIR.lock, waited for up to 15 min), held
+#                 until the test ends; take it early where the root must not change before use
+# drop_tree DIR   remove a root, unmounting first whatever is mounted in it
+# unmount_under DIR   lazily unmount DIR and everything mounted below it, deepest first
+# stop_group PID  end the process group PID leads (SIGTERM, then SIGKILL after 10 s)
+DEBIAN_SUITE=bookworm
+DEBIAN_ROOT_RECIPE=1 # bump when the way the root is made changes
+declare -A _root_locks=()
+_debootstrap_pid=
+
+unmount_under() {
+	local d m
+	d=$(realpath -m "$1")
+	awk -v d="$d" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo |
+		sort -r | while read -r m; do umount -l "$m"; done
+}
+
+# An interrupted debootstrap may leave its /proc and /sys mounted in the tree: unmounted first,
+# so that rm cannot reach into the host's.
+drop_tree() {
+	[ -e "$1" ] || return 0
+	unmount_under "$1"
+	rm -rf --one-file-system "$1"
+}
+
+stop_group() {
+	local i
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 0
+	kill -TERM -- "-$1"
+	for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL -- "-$1" 2>/dev/null
+	wait "$1" 2>/dev/null || true
+}
+
+root_lock() {
+	local fd
+	[ -z "${_root_locks[$1]:-}" ] || return 0
+	mkdir -p "$(dirname "$1")"
+	exec {fd}>"$1.lock"
+	flock -w 900 "$fd" || fail "$1.lock still held after 15 min"
+	_root_locks[$1]=$fd
+}
+
+cached_debian_root() {
+	local dir=$1 pkgs mirror key new t0; shift
+	pkgs=$(IFS=,; echo "$*")
+	root_lock "$dir"
+	mirror=${DIRAHEAD_DEBIAN_MIRROR:-$(
+		apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
+			awk -v s="$DEBIAN_SUITE" '$2 == s { print $1; exit }')}
+	[ -n "$mirror" ] || fail "apt has no source for $DEBIAN_SUITE (set DIRAHEAD_DEBIAN_MIRROR)"
+	key="recipe=$DEBIAN_ROOT_RECIPE suite=$DEBIAN_SUITE variant=minbase mirror=$mirror"
+	key+=${pkgs:+ include=$pkgs}
+	if [ "$(cat "$dir/.dirahead-root" 2>/dev/null)" = "$key" ]; then
+		info "reusing $dir"
+		return 0
+	fi
+	# Made beside DIR and renamed into place only when complete: an interrupted run leaves no
+	# root that a later one would take for finished.
+	new=$dir.new
+	drop_tree "$new"
+	on_exit "drop_tree '$new'"
+	info "debootstrap $DEBIAN_SUITE (minbase${pkgs:+ + $pkgs}) from $mirror"
+	t0=$(date +%s)
+	# In the background, in its own process group, and waited for: bash runs the traps of a
+	# signal (a test timeout) only after a foreground command ends, and debootstrap's children
+	# (dpkg in a chroot) must be stopped before its tree is removed.
+	setsid debootstrap --variant=minbase ${pkgs:+"--include=$pkgs"} \
+		"$DEBIAN_SUITE" "$new" "$mirror" >"$dir.log" 2>&1 </dev/null &
+	_debootstrap_pid=$!
+	on_exit 'stop_group "$_debootstrap_pid"'
+	wait "$_debootstrap_pid" || fail "debootstrap failed (log: $dir.log): $(tail -n 20 "$dir.log")"
+	_debootstrap_pid=
+	rm -rf "$new"/var/cache/apt/archives/*.deb "$new"/var/lib/apt/lists/*_Packages
+	printf '%s\n' "$key" >"$new/.dirahead-root"
+	drop_tree "$dir"
+	mv "$new" "$dir"
+	info "root made in $(($(date +%s) - t0)) s: $(du -sh "$dir" | cut -f1)"
 }

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirnames.h"
+
 static unsigned long ok, failed;
 
 static void stat_range(const char *dir, char **names, size_t from, size_t to)
@@ -39,26 +41,10 @@ int main(int argc, char **argv)
 	}
 	size_t n1 = strtoul(argv[2], NULL, 10), n2 = strtoul(argv[4], NULL, 10);
 	uid_t uid = (uid_t)strtoul(argv[3], NULL, 10);
-	DIR *d = opendir(argv[1]);
-	if (!d) {
-		perror(argv[1]);
+	size_t n;
+	char **names;
+	if (dir_names(argv[1], &names, &n))
 		return 1;
-	}
-	size_t n = 0, cap = 0;
-	char **names = NULL;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			names = realloc(names, cap * sizeof(*names));
-			if (!names)
-				return 1;
-		}
-		names[n++] = strdup(de->d_name);
-	}
-	closedir(d);
 	n1 = n1 < n ? n1 : n;
 	n2 = n2 < n - n1 ? n2 : n - n1;
 	stat_range(argv[1], names, 0, n1);

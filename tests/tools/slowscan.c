@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirnames.h"
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
@@ -18,26 +20,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	unsigned delay = argc == 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 0;
-	DIR *d = opendir(argv[1]);
-	if (!d) {
-		perror(argv[1]);
+	size_t n;
+	char **names;
+	if (dir_names(argv[1], &names, &n))
 		return 1;
-	}
-	size_t n = 0, cap = 0;
-	char **names = NULL;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			names = realloc(names, cap * sizeof(*names));
-			if (!names)
-				return 1;
-		}
-		names[n++] = strdup(de->d_name);
-	}
-	closedir(d);
 	for (size_t i = 0; i < n; i++) {
 		char p[4096];
 		struct stat st;
