@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -15,9 +16,10 @@ const char *const dec_kind_names[] = {
 	[DEC_STARTED] = "started", [DEC_SKIPPED] = "skipped", [DEC_ENDED] = "ended",
 };
 
-/* One ring for the daemon: decisions come from the event loop only. */
+/* One ring for the daemon: decisions come from the event loop only.  Slots are taken out of
+ * order (a user over its share reuses its own oldest): seq keeps the order. */
 static struct decision ring[DECISIONS_MAX];
-static unsigned ring_next, ring_n;
+static uint64_t ring_seq;
 
 /* A time per stat, readable: "4.2 µs", "480 µs", "1.3 ms". */
 static const char *dur(char *buf, size_t size, double ns)
@@ -212,36 +214,70 @@ static void log_decision(const struct decision *d)
 		   names ? " of " : "", names ? d->dir : "", d->pid, d->comm, d->text);
 }
 
-void decisions_add(enum dec_kind kind, enum dec_what what, uint32_t pid, const char *comm,
-		   const char *dir, const char *reason, const struct dec_nums *n)
+/* The slot a decision of uid goes to: its own oldest when it holds its share already, else an
+ * empty one, else the oldest of all. */
+static struct decision *slot_for(uint32_t uid)
+{
+	struct decision *oldest = NULL, *own = NULL, *empty = NULL;
+	unsigned mine = 0;
+	for (unsigned i = 0; i < DECISIONS_MAX; i++) {
+		struct decision *d = &ring[i];
+		if (!d->seq) {
+			if (!empty)
+				empty = d;
+			continue;
+		}
+		if (!oldest || d->seq < oldest->seq)
+			oldest = d;
+		if (d->uid == uid) {
+			mine++;
+			if (!own || d->seq < own->seq)
+				own = d;
+		}
+	}
+	if (mine >= DECISIONS_PER_USER)
+		return own;
+	return empty ? empty : oldest;
+}
+
+void decisions_add(enum dec_kind kind, enum dec_what what, uint32_t pid, uint32_t uid,
+		   const char *comm, const char *dir, const char *reason, const struct dec_nums *n)
 {
 	static const struct dec_nums none = DEC_NUMS_INIT;
-	struct decision *d = &ring[ring_next];
-	assert(reason);
-	*d = (struct decision){ .wall_us = wall_us(), .pid = pid, .kind = kind, .what = what,
-				.n = n ? *n : none };
+	struct decision *d = slot_for(uid);
+	assert(reason && d);
+	*d = (struct decision){ .seq = ++ring_seq, .wall_us = wall_us(), .pid = pid, .uid = uid,
+				.kind = kind, .what = what, .n = n ? *n : none };
 	snprintf(d->comm, sizeof(d->comm), "%.*s", DIRAHEAD_COMM_LEN, comm ? comm : "");
 	snprintf(d->dir, sizeof(d->dir), "%.*s", DIRAHEAD_PATH_LEN - 1, dir ? dir : "");
 	snprintf(d->reason, sizeof(d->reason), "%s", reason);
 	decisions_render(d);
-	ring_next = (ring_next + 1) % DECISIONS_MAX;
-	if (ring_n < DECISIONS_MAX)
-		ring_n++;
 	if (worth_logging(d))
 		log_decision(d);
 }
 
+static int by_seq(const void *a, const void *b)
+{
+	const struct decision *x = *(const struct decision *const *)a;
+	const struct decision *y = *(const struct decision *const *)b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 void decisions_foreach(uint32_t pid, void (*fn)(const struct decision *, void *), void *ctx)
 {
-	unsigned first = (ring_next + DECISIONS_MAX - ring_n) % DECISIONS_MAX;
-	for (unsigned i = 0; i < ring_n; i++) {
-		const struct decision *d = &ring[(first + i) % DECISIONS_MAX];
-		if (!pid || d->pid == pid)
-			fn(d, ctx);
-	}
+	const struct decision *kept[DECISIONS_MAX];
+	unsigned n = 0;
+	for (unsigned i = 0; i < DECISIONS_MAX; i++)
+		if (ring[i].seq && (!pid || ring[i].pid == pid))
+			kept[n++] = &ring[i];
+	qsort(kept, n, sizeof(kept[0]), by_seq);
+	for (unsigned i = 0; i < n; i++)
+		fn(kept[i], ctx);
 }
 
 void decisions_clear(void)
 {
-	ring_next = ring_n = 0;
+	for (unsigned i = 0; i < DECISIONS_MAX; i++)
+		ring[i].seq = 0;
+	ring_seq = 0;
 }

@@ -6,7 +6,9 @@
  * 4 us, a prefetched entry costs 11 us here").  A bounded ring in memory: the oldest go first.
  * Fed by the one place each decision is acted on (scan.c, walk.c); the numbers are the judge's
  * and the policy's, never recomputed here.  Decisions about scans that ran, or were refused
- * after a probe, are logged at info too (the log's rate limit applies).
+ * after a probe, are logged at info too (the log's rate limit applies).  One user's decisions
+ * fill at most DECISIONS_PER_USER of the ring: beyond that its own oldest go, so a user who
+ * floods it (thousands of tiny scans) cannot push out what root needs to see of the others.
  */
 #ifndef DIRAHEAD_DECISIONS_H
 #define DIRAHEAD_DECISIONS_H
@@ -16,6 +18,7 @@
 #include "dirahead_event.h"
 
 #define DECISIONS_MAX 256
+#define DECISIONS_PER_USER (DECISIONS_MAX / 4)
 #define DECISION_TEXT_LEN 200
 
 enum dec_kind { DEC_STARTED, DEC_SKIPPED, DEC_ENDED };
@@ -40,8 +43,10 @@ struct dec_nums {
 			.reprobe_s = -1 }
 
 struct decision {
+	uint64_t seq;        /* order of recording; 0: the slot is empty */
 	uint64_t wall_us;    /* CLOCK_REALTIME */
 	uint32_t pid;
+	uint32_t uid;        /* the program's effective uid: its share of the ring */
 	enum dec_kind kind;
 	enum dec_what what;
 	char comm[DIRAHEAD_COMM_LEN + 1];
@@ -63,9 +68,10 @@ struct dec_nums decisions_start_nums(const struct policy *p, const struct pol_fs
 				     const struct pol_cost *c, double start_factor, bool probed,
 				     uint64_t now_ns);
 
-/* Records one decision: kind, the process, its directory (the top of a walk), the reason name. */
-void decisions_add(enum dec_kind kind, enum dec_what what, uint32_t pid, const char *comm,
-		   const char *dir, const char *reason, const struct dec_nums *n);
+/* Records one decision: kind, the process and its effective uid, its directory (the top of a
+ * walk), the reason name. */
+void decisions_add(enum dec_kind kind, enum dec_what what, uint32_t pid, uint32_t uid,
+		   const char *comm, const char *dir, const char *reason, const struct dec_nums *n);
 /* Renders d's reason in words into d->text (decisions_add does; exposed for the unit test). */
 void decisions_render(struct decision *d);
 /* Every decision kept, oldest first; pid 0: all of them. */

@@ -231,7 +231,8 @@ static void log_end(struct scan *s, enum dd_end_reason why, double saved, bool m
 			      .min_gain = s->mgr->cfg.min_gain, .stats = s->stats_seen - s->stats0,
 			      .prefetched = s->completed, .hits = s->hits, .misses = s->misses,
 			      .has_saved = measured, .saved_s = saved };
-	decisions_add(DEC_ENDED, DEC_SCAN, s->tgid, s->comm, s->path, dd_end_reason_names[why], &n);
+	decisions_add(DEC_ENDED, DEC_SCAN, s->tgid, s->cred.euid, s->comm,
+		      s->path, dd_end_reason_names[why], &n);
 }
 
 /* Ends a scan: counts it, tells the detector to stop reporting it, and frees it once the engine
@@ -316,7 +317,8 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	else
 		snprintf(dir, sizeof(dir), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 			 (unsigned long long)ev->ino);
-	decisions_add(DEC_SKIPPED, DEC_SCAN, ev->tgid, ev->comm, dir, dd_skip_reason_names[why], &dn);
+	decisions_add(DEC_SKIPPED, DEC_SCAN, ev->tgid, ev->cred_euid, ev->comm,
+		      dir, dd_skip_reason_names[why], &dn);
 }
 
 static void skip(struct scan_mgr *m, const struct dirahead_event *ev, enum dd_skip_reason why)
@@ -333,7 +335,8 @@ static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum d
 		skip_why(s->mgr, ev, why, n);
 	} else {
 		s->mgr->st->skips[why]++;
-		decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->comm, s->path, dd_skip_reason_names[why], n);
+		decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->cred.euid, s->comm,
+			      s->path, dd_skip_reason_names[why], n);
 	}
 	free_scan(s);
 }
@@ -353,7 +356,8 @@ static void drop_opening(struct scan *s, enum dd_skip_reason why)
 	struct scan_mgr *m = s->mgr;
 	assert(s->life == SCAN_OPENING && m->active > 0);
 	m->st->skips[why]++;
-	decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->comm, s->path, dd_skip_reason_names[why], NULL);
+	decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->cred.euid, s->comm,
+		      s->path, dd_skip_reason_names[why], NULL);
 	m->st->scans_started--;
 	m->active--;
 	if (!s->bpf_gone)
@@ -670,7 +674,8 @@ static struct dec_nums start_nums(struct scan_mgr *m, const struct dirahead_even
 static void record_start(struct scan *s, const struct dirahead_event *ev, bool probed)
 {
 	struct dec_nums n = start_nums(s->mgr, ev, scan_fs(s), &s->j.before, probed);
-	decisions_add(DEC_STARTED, DEC_SCAN, s->tgid, s->comm, s->path, "prefetch", &n);
+	decisions_add(DEC_STARTED, DEC_SCAN, s->tgid, s->cred.euid, s->comm,
+		      s->path, "prefetch", &n);
 }
 
 static void admit_scan(struct scan_mgr *m, const struct dirahead_event *ev, uint32_t bdev_major,

@@ -266,7 +266,8 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 			       .with_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.ahead_ns : -1,
 			       .stats = w->visited, .prefetched = w->entries,
 			       .has_saved = measured, .saved_s = saved };
-	decisions_add(DEC_ENDED, DEC_WALK, w->tgid, w->comm, w->path, dd_end_reason_names[why], &dn);
+	decisions_add(DEC_ENDED, DEC_WALK, w->tgid, w->cred.euid, w->comm,
+		      w->path, dd_end_reason_names[why], &dn);
 	if (w->root)
 		drop_subtree(w, w->root);
 	w->root = w->cursor = NULL;
@@ -764,7 +765,8 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	tell_watch(m);
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
-	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, list_only ? "list" : "prefetch",
+	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->cred.euid, w->comm,
+		      w->path, list_only ? "list" : "prefetch",
 		      NULL);
 	return w;
 }
@@ -877,7 +879,8 @@ bool walk_mgr_blocked(struct walk_mgr *m, uint32_t tgid, uint32_t dev_major, uin
 	tell_watch(m);
 	log_debug("walk of pid %u below %s: its stats block at depth %u: fetching the entries "
 		  "there", w->tgid, w->path, depth);
-	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->comm, w->path, "fetch-depth", NULL);
+	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->cred.euid, w->comm,
+		      w->path, "fetch-depth", NULL);
 	if (w->life == WALK_WALKING) {
 		refetch_below(w, w->root);
 		pump(w);

@@ -29,7 +29,7 @@ static const char *one(enum dec_kind kind, enum dec_what what, const char *reaso
 		       const struct dec_nums *n)
 {
 	decisions_clear();
-	decisions_add(kind, what, 42, "ls", "/srv/data", reason, n);
+	decisions_add(kind, what, 42, 1000, "ls", "/srv/data", reason, n);
 	seen = 0;
 	decisions_foreach(0, keep, NULL);
 	assert_int_equal(seen, 1);
@@ -95,7 +95,8 @@ static void test_ring(void **state)
 	for (unsigned i = 1; i <= DECISIONS_MAX + 10; i++) {
 		char dir[32];
 		snprintf(dir, sizeof(dir), "/d%u", i);
-		decisions_add(DEC_SKIPPED, DEC_SCAN, i % 2 ? 7 : 8, "x", dir, "busy", NULL);
+		/* one user per decision: the ring's own order, no share applies */
+		decisions_add(DEC_SKIPPED, DEC_SCAN, i % 2 ? 7 : 8, 10000 + i, "x", dir, "busy", NULL);
 	}
 	seen = 0;
 	decisions_foreach(0, keep, NULL);
@@ -114,10 +115,51 @@ static void test_ring(void **state)
 	char longdir[DIRAHEAD_PATH_LEN * 2];
 	memset(longdir, 'a', sizeof(longdir) - 1);
 	longdir[sizeof(longdir) - 1] = '\0';
-	decisions_add(DEC_SKIPPED, DEC_SCAN, 1, "0123456789abcdefXYZ", longdir, "busy", NULL);
+	decisions_add(DEC_SKIPPED, DEC_SCAN, 1, 0, "0123456789abcdefXYZ", longdir, "busy", NULL);
 	decisions_foreach(1, keep, NULL);
 	assert_int_equal(strlen(last->dir), DIRAHEAD_PATH_LEN - 1);
 	assert_int_equal(strlen(last->comm), DIRAHEAD_COMM_LEN);
+}
+
+/* A user flooding the ring (uid 666: thousands of tiny scans) keeps DECISIONS_PER_USER of it:
+ * what the others did before and after stays, in the order it was recorded. */
+static void test_user_share(void **state)
+{
+	(void)state;
+	decisions_clear();
+	char dir[32];
+	for (unsigned i = 1; i <= 20; i++) {
+		snprintf(dir, sizeof(dir), "/before%u", i);
+		decisions_add(DEC_SKIPPED, DEC_SCAN, 100 + i, 1000 + i % 2, "victim", dir, "busy", NULL);
+	}
+	for (unsigned i = 1; i <= 5000; i++) {
+		snprintf(dir, sizeof(dir), "/flood%u", i);
+		decisions_add(DEC_SKIPPED, DEC_SCAN, 6666, 666, "flood", dir, "busy", NULL);
+	}
+	decisions_add(DEC_ENDED, DEC_SCAN, 200, 0, "root-ls", "/after", "completed", NULL);
+	seen = 0;
+	decisions_foreach(6666, keep, NULL);
+	assert_int_equal(seen, DECISIONS_PER_USER);
+	assert_string_equal(last->dir, "/flood5000"); /* the flooder's newest kept */
+	seen = 0;
+	decisions_foreach(0, keep, NULL);
+	assert_int_equal(seen, 20 + DECISIONS_PER_USER + 1);
+	assert_string_equal(last->dir, "/after"); /* newest last */
+	seen = 0;
+	decisions_foreach(101, keep, NULL);
+	assert_int_equal(seen, 1);
+	assert_string_equal(last->dir, "/before1");
+	/* the others fill the rest, their oldest going first as before */
+	for (unsigned i = 1; i <= DECISIONS_MAX; i++) {
+		snprintf(dir, sizeof(dir), "/other%u", i);
+		decisions_add(DEC_SKIPPED, DEC_SCAN, 300, 2000 + i, "other", dir, "busy", NULL);
+	}
+	seen = 0;
+	decisions_foreach(0, keep, NULL);
+	assert_int_equal(seen, DECISIONS_MAX);
+	seen = 0;
+	decisions_foreach(101, keep, NULL);
+	assert_int_equal(seen, 0);
 }
 
 int main(void)
@@ -127,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_words),
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_user_share),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
