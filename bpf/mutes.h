@@ -10,14 +10,25 @@
 #include "detector_model.h"
 #include "slots.h"
 
-/* The daemon muted this process on `dev` (0: its runs by path) and the mute holds. */
+/* The daemon muted this process on `dev` and the mute holds. */
 static __always_inline bool muted(__u32 tgid, __u32 dev)
 {
 	struct dirahead_mute *m = bpf_map_lookup_elem(&mutes, &tgid);
 
-	if (!m)
+	if (!m || m->dev != dev)
 		return false;
-	return bpf_ktime_get_ns() < (dev ? (m->dev == dev ? m->until_ns : 0) : m->paths_until_ns);
+	return bpf_ktime_get_ns() < m->until_ns;
+}
+
+/* The daemon muted this process's runs by path whose stats return `dev` (DIRAHEAD_KDEV of
+ * st_dev), and the mute holds. */
+static __always_inline bool muted_paths(__u32 tgid, __u32 dev)
+{
+	struct dirahead_mute *m = bpf_map_lookup_elem(&mutes, &tgid);
+
+	if (!m || (m->paths_dev && m->paths_dev != dev))
+		return false;
+	return bpf_ktime_get_ns() < m->paths_until_ns;
 }
 
 /* A walk covers this process's directories on `dev` (any filesystem for dev 0). */

@@ -140,8 +140,16 @@ static __always_inline struct proc *run_dir_by_path(__u32 tgid, long n, int pref
 	struct name_val *old;
 	struct path_hash ph;
 	struct proc *p;
+	__u32 dev;
 
-	if (prefix_end <= 0 || prefix_end >= PATH_LEN || muted(tgid, 0) || walked(tgid, 0))
+	if (prefix_end <= 0 || prefix_end >= PATH_LEN)
+		return NULL;
+	read_stat_id();
+	if (!s->name_id)
+		return NULL;	/* nothing to check the directory by: the daemon would refuse */
+	/* muted or walked on the filesystem its stat returned, not on another one */
+	dev = DIRAHEAD_KDEV(s->name_major, s->name_minor);
+	if (muted_paths(tgid, dev) || walked(tgid, dev))
 		return NULL;
 	p = get_proc(tgid, task, s);
 	if (!p)
@@ -160,9 +168,6 @@ static __always_inline struct proc *run_dir_by_path(__u32 tgid, long n, int pref
 	key->dev = 0;
 	key->ino = ph.prefix | 1;
 	nv->ino = key->ino;
-	read_stat_id();
-	if (!s->name_id)
-		return NULL;	/* nothing to check the directory by: the daemon would refuse */
 	return p;
 }
 

@@ -226,13 +226,15 @@ struct dirahead_scan_ctl {
 /*
  * `mutes` (key: tgid), written by user space: until `until_ns` (bpf_ktime_get_ns(), that is
  * CLOCK_MONOTONIC), no new listing of the process on `dev` is tracked, nor any run of its stats
- * without a listing there; until `paths_until_ns`, none of its runs of stats by path (their
- * filesystem is not known in BPF).  So the rest of its walk costs what an untracked process
- * costs.
+ * without a listing there; until `paths_until_ns`, none of its runs of stats by path whose
+ * stats return `paths_dev` (BPF knows a run by path's filesystem only from what the program's
+ * stat returned; 0: on any filesystem).  So the rest of its walk costs what an untracked process
+ * costs, and a run by path judged on one filesystem leaves its runs on another alone (Python's
+ * imports, judged fast on /, had muted a list-driven run on a slow mount).
  */
 struct dirahead_mute {
 	__u32 dev;         /* DIRAHEAD_KDEV() */
-	__u32 pad;
+	__u32 paths_dev;   /* DIRAHEAD_KDEV() of the stats' st_dev, 0: any */
 	__u64 until_ns;
 	__u64 paths_until_ns;
 };

@@ -270,8 +270,8 @@ int detector_scan_forget(struct detector *d, uint64_t scan_id)
 	return write_ctl(d, scan_id, 0, DIRAHEAD_CTL_FORGET);
 }
 
-int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint32_t dev_major,
-		       uint32_t dev_minor, uint32_t mute_ms)
+int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, bool paths,
+		       uint32_t dev_major, uint32_t dev_minor, uint32_t mute_ms)
 {
 	struct dirahead_mute m = { 0 };
 	uint32_t dev = DIRAHEAD_KDEV(dev_major, dev_minor);
@@ -280,11 +280,12 @@ int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint
 	/* one entry per process: a mute of runs by path keeps the one of a filesystem, and back */
 	if (bpf_map__lookup_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m, sizeof(m), 0))
 		memset(&m, 0, sizeof(m));
-	if (dev) {
+	if (paths) {
+		m.paths_dev = dev;
+		m.paths_until_ns = until;
+	} else {
 		m.dev = dev;
 		m.until_ns = until;
-	} else {
-		m.paths_until_ns = until;
 	}
 	if (mute_ms && bpf_map__update_elem(d->skel->maps.mutes, &tgid, sizeof(tgid), &m,
 					    sizeof(m), 0))

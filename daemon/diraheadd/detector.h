@@ -64,10 +64,11 @@ int detector_scan_step(struct detector *d, uint64_t scan_id, uint32_t progress_s
 /* Forget a scan (the daemon stopped it); the process's later stats of it are ignored. */
 int detector_scan_forget(struct detector *d, uint64_t scan_id);
 /* Forget it and, for mute_ms, track no new listing of that process on that filesystem (the
- * device as the events name it; 0:0 for a run by path), nor its runs of stats by path: prefetch
+ * device as the events name it), nor its runs of stats without a listing there; or with `paths`,
+ * none of its runs of stats by path whose stats return that device (st_dev; 0:0: any): prefetch
  * does not pay there, and the rest of its walk then costs one map lookup per stat. */
-int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, uint32_t dev_major,
-		       uint32_t dev_minor, uint32_t mute_ms);
+int detector_scan_mute(struct detector *d, uint64_t scan_id, uint32_t tgid, bool paths,
+		       uint32_t dev_major, uint32_t dev_minor, uint32_t mute_ms);
 /* Undo detector_scan_mute() of that process on that filesystem (its calls there block now:
  * judge it again); 0 if it was not muted there, or -errno. */
 int detector_unmute(struct detector *d, uint32_t tgid, uint32_t dev_major, uint32_t dev_minor);

@@ -258,7 +258,7 @@ static void end_scan(struct scan *s, enum dd_end_reason why)
 	m->st->entries_wasted += ok > used ? ok - used : 0;
 	if (why == DD_END_NO_GAIN) {
 		/* the rest of this walk on this filesystem is not worth watching either */
-		detector_scan_mute(m->det, s->id, s->tgid, s->bdev_major, s->bdev_minor,
+		detector_scan_mute(m->det, s->id, s->tgid, false, s->bdev_major, s->bdev_minor,
 				   policy_mute_ms(m->pol));
 		m->st->scans_muted++;
 	} else if (!s->bpf_gone) {
@@ -290,11 +290,13 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 		  dd_skip_reason_names[why]);
 	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN || why == DD_SKIP_SERIAL_LOOKUPS) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
-		/* a run by path is muted as runs by path (BPF does not know their filesystem) */
+		/* a run by path is muted as runs by path, on the device its stats return (BPF knows
+		 * no other filesystem of theirs): its runs elsewhere stay watched */
 		bool by_path = (ev->flags & DIRAHEAD_EVF_UNLISTED) &&
 			       !(ev->ref & (DIRAHEAD_REF_FD | DIRAHEAD_REF_CWD));
-		detector_scan_mute(m->det, ev->scan_id, ev->tgid, by_path ? 0 : ev->dev_major,
-				   by_path ? 0 : ev->dev_minor, policy_mute_ms(m->pol));
+		detector_scan_mute(m->det, ev->scan_id, ev->tgid, by_path,
+				   by_path ? ev->name_dev_major : ev->dev_major,
+				   by_path ? ev->name_dev_minor : ev->dev_minor, policy_mute_ms(m->pol));
 		m->st->scans_muted++;
 		/* but if it walks, its listings may still be worth doing ahead of it (a program that
 		 * never lists has no walk to follow) */

@@ -7,18 +7,24 @@
 # sends about 30% of the lookups it sends alone (the daemon lists each directory itself once the
 # program has stat'ed unlisted_stats names there, and prefetches ahead).  A program that stats
 # one name over and over, two in turn, or a few names here and there, causes no prefetch.
+# A program whose runs by path on one filesystem were judged fast and muted (Python's imports on
+# /) still has its runs on another filesystem reported and prefetched: a mute of runs by path
+# holds for the device their stats return (under load, Python's start-up had been judged fast
+# before its list was read, and the whole list went unhelped).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
 need_cmd python3
 
 DIRS=20 FILES=50
-for s in off on; do
+for s in off on again; do
 	for i in $(seq -w 1 $DIRS); do make_files "$T/back/$s/d$i" $FILES; done
 done
+make_files "$T/local" 300
+make_files "$T/back/arm" 1
 slowfs_mount "$T/back" "$T/mnt" --latency-us 1000
 # the lists, sorted by path (as a version-control index is), made from the backing store
-for s in off on; do
+for s in off on again; do
 	(cd "$T/back/$s" && find . -type f | sort | sed "s|^\.|$T/mnt/$s|") >"$T/$s.list"
 done
 cat >"$T/statlist.py" <<'EOF'
@@ -74,5 +80,28 @@ assert_ge "$(slowfs_stat "pid.$DAEMON_PID.lookup")" $((DIRS * FILES / 2)) "entri
 # unlisted_stats (8) stats before each run is seen, and ~4 round trips (open, read to the end,
 # the first lookups) before its prefetch arrives: 12 of 50 at best (measured 28-30%)
 assert_le $((on * 100)) $((off * 35)) "lookups with the daemon: 35% of those without at most"
+
+# 2. the same kind of program, its runs by path first judged fast on / (cached files), then its
+# list on slowfs
+cat >"$T/twofs.py" <<'EOF'
+import os, sys, time
+local, lst, cold = sys.argv[1], sys.argv[2], sys.argv[3]
+os.lstat(cold)  # blocks (the hooks are attached, whatever came before)
+for _ in range(3):
+    for i in range(1, 301):
+        os.lstat(os.path.join(local, "f%06d" % i))
+    time.sleep(0.3)
+for line in open(lst):
+    os.lstat(line.rstrip("\n"))
+EOF
+runs0=$(daemon_stat scans_unlisted)
+"$PY" "$T/twofs.py" "$T/local" "$T/again.list" "$T/mnt/arm/f000001" &
+pid=$!
+wait $pid || fail "twofs.py failed"
+again=$(slowfs_stat "pid.$pid.lookup")
+info "stat from a list after runs judged fast on /: $again lookups of its own"
+qgrep "pid $pid .*fast_stats" "$DAEMON_LOG" || fail "the precondition: a run of it on / judged fast"
+assert_ge $(($(daemon_stat scans_unlisted) - runs0)) $((DIRS / 2)) "runs reported after a mute on /"
+assert_le $((again * 100)) $((off * 35)) "lookups after a mute on /: 35% of those without at most"
 daemon_stop
 echo "PASS"
