@@ -1513,11 +1513,9 @@ class Bench:
         rounds = max(s["runs"] for s in harm)
         runs, stats = {}, {}
         for i in range(rounds):
-            for mode in (("off", "daemon") if i % 2 == 0 else ("daemon", "off")):
+            for mode in alternate(i):
                 if mode == "daemon":
-                    self.daemon = Daemon(self.build, self.scratch, self.a.set or ())
-                    self.daemon.start()
-                    self.dlog = DaemonLog(self.daemon.logpath)
+                    self.start_half_daemon()
                 for s in harm:
                     if i >= s["runs"]:
                         continue
@@ -1540,6 +1538,12 @@ class Bench:
             self.slowfs.unmount()
         self.record_interleaved(harm, runs, stats)
         self.timing["phase_h_s"] = time.monotonic() - t0
+
+    def start_half_daemon(self):
+        """A daemon for one daemon half of an interleaved round (phases H and O)."""
+        self.daemon = Daemon(self.build, self.scratch, self.a.set or ())
+        self.daemon.start()
+        self.dlog = DaemonLog(self.daemon.logpath)
 
     def add_stats(self, acc, d):
         """Adds one daemon run's statistics to a cell's (runs of an interleaved phase)."""
@@ -1583,11 +1587,9 @@ class Bench:
         fxs = {"off": {}, "daemon": {}}
         stats = {}
         for i in range(rounds):
-            for mode in (("off", "daemon") if i % 2 == 0 else ("daemon", "off")):
+            for mode in alternate(i):
                 if mode == "daemon":
-                    self.daemon = Daemon(self.build, self.scratch, self.a.set or ())
-                    self.daemon.start()
-                    self.dlog = DaemonLog(self.daemon.logpath)
+                    self.start_half_daemon()
                     # the first run after a start pays for the daemon's start-up: not counted
                     self.run_once(warm[0], warm[0]["tools"][0], "daemon")
                 for s in warm:
@@ -1691,6 +1693,11 @@ class Bench:
         self.phase_o()
         self.other_daemons_at_end = other_daemons()
         self.timing["total_s"] = time.monotonic() - t0
+
+
+def alternate(i):
+    """The modes of interleaved round i, their order alternating against drift."""
+    return ("off", "daemon") if i % 2 == 0 else ("daemon", "off")
 
 
 def other_daemons(mine=None):

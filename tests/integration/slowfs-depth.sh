@@ -6,6 +6,12 @@
 # at --latency-us: a tree whose top is fast and whose leaves are slow.  Counted, not timed: the
 # requests given a delay are pid.TGID.slow.  Also --cache-readdir (the kernel keeps listings).
 . "$(dirname "$0")/../lib/lib.sh"
+# child CMD...: runs CMD as a process of its own (slowfs counts requests by pid), its pid in p
+child() {
+	"$@" >/dev/null &
+	p=$!
+	wait $p || fail "$1 failed"
+}
 
 B=$T/backing M=$T/mnt
 make_files "$B/top/a" 20
@@ -25,18 +31,15 @@ assert_eq "$(slowfs_stat depth_latency_us.3)" 1000 "rule of depth 3 reported"
 assert_eq "$(slowfs_stat depth_latency_us.2)" 0 "rule of depth 2 reported"
 
 # depth 1 and 2: stat of the root's files and of top/a: nothing delayed
-stat $(seq -f "$M/f%06g" 1 5) "$M/top" "$M/top/a" "$M/top/b" >/dev/null &
-p=$!; wait $p || fail "stat failed"
+child stat $(seq -f "$M/f%06g" 1 5) "$M/top" "$M/top/a" "$M/top/b"
 assert_eq "$(slowfs_stat pid.$p.slow)" 0 "delayed requests above depth 3"
 assert_ge "$(slowfs_stat pid.$p.lookup)" 8 "lookups above depth 3"
 
 # depth 3: every lookup of top/a's files waits; so does the listing of top/b (its entries)
-stat $(seq -f "$M/top/a/f%06g" 1 20) >/dev/null &
-p=$!; wait $p || fail "stat failed"
+child stat $(seq -f "$M/top/a/f%06g" 1 20)
 assert_eq "$(slowfs_stat pid.$p.lookup)" 20 "lookups at depth 3"
 assert_ge "$(slowfs_stat pid.$p.slow)" 20 "delayed requests at depth 3"
-ls -f "$M/top/b" >/dev/null &
-p=$!; wait $p || fail "ls failed"
+child ls -f "$M/top/b"
 assert_ge "$(slowfs_stat pid.$p.readdir)" 1 "readdir of top/b"
 assert_ge "$(slowfs_stat pid.$p.slow)" "$(slowfs_stat pid.$p.readdir)" \
 	"a listing counts at its entries' depth"
@@ -45,18 +48,15 @@ slowfs_unmount
 # (names, not globs: the shell would look up the directories itself)
 # a rule at a greater depth takes a base latency away below it: the top slow, the leaves fast
 slowfs_mount "$B" "$T/mnt2" --latency-us 1000 --depth-latency 3:0 --cache-readdir
-stat $(seq -f "$T/mnt2/top/a/f%06g" 1 20) >/dev/null &
-p=$!; wait $p || fail "stat failed"
+child stat $(seq -f "$T/mnt2/top/a/f%06g" 1 20)
 assert_eq "$(slowfs_stat pid.$p.lookup)" 22 "lookups of top, top/a and its files"
 assert_eq "$(slowfs_stat pid.$p.slow)" 2 "delayed: the lookups of top and top/a only"
 
 # --cache-readdir: a directory listed once is listed again from the kernel's cache (no readdir),
 # whoever listed it first; its opendir is still sent
-ls -f "$T/mnt2/top/b" >/dev/null &
-p=$!; wait $p || fail "ls failed"
+child ls -f "$T/mnt2/top/b"
 assert_ge "$(slowfs_stat pid.$p.readdir)" 1 "readdir of top/b, listed first"
-ls -f "$T/mnt2/top/b" >/dev/null &
-p=$!; wait $p || fail "ls failed"
+child ls -f "$T/mnt2/top/b"
 assert_eq "$(slowfs_stat pid.$p.readdir)" 0 "readdir of top/b, listed again"
 assert_eq "$(slowfs_stat pid.$p.opendir)" 1 "opendir of top/b, listed again"
 slowfs_unmount
