@@ -41,6 +41,8 @@ struct arm {
 	uint64_t armed_since_ns, armed_total_ns, last_ns;
 	uint64_t arms, disarms;
 	uint64_t sig[ARM_SIG_MAX];
+	void (*on_quiet)(void *ctx);
+	void *quiet_ctx;
 };
 
 
@@ -177,11 +179,19 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata)
 	if (arm_quiet(now, a->last_ns, (uint64_t)d->cfg.quiet_s * 1000000000ull, live)) {
 		if (set_hooks(a, false, true) == 0) {
 			log_debug("disarmed: no blocked metadata call for %u s", d->cfg.quiet_s);
+			if (a->on_quiet)
+				a->on_quiet(a->quiet_ctx);
 			return 0;
 		}
 	}
 	poll_later(a);
 	return 0;
+}
+
+void arm_on_quiet(struct arm *a, void (*fn)(void *ctx), void *ctx)
+{
+	a->on_quiet = fn;
+	a->quiet_ctx = ctx;
 }
 
 /* Brings the hooks and the sentinel in line with the mode and d->cfg.enabled. */

@@ -65,6 +65,9 @@ static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_n
 /* Opens the sentinel and applies [detect] arm; without a sentinel (an old kernel) it arms
  * always, with a warning.  NULL only on out of memory / event loop errors (err filled). */
 struct arm *arm_new(struct daemon *d, char *err, size_t errlen);
+/* fn(ctx) each time the hooks are detached by the quiet rule (nothing blocked for quiet_s, nothing
+ * running): the daemon is idle from then on until the next blocked call. */
+void arm_on_quiet(struct arm *a, void (*fn)(void *ctx), void *ctx);
 /* After a reload: d->cfg's arm, quiet_s, enabled and filters apply from now. */
 void arm_reconfigure(struct arm *a);
 void arm_get_stats(struct arm *a, struct arm_stats *out);

@@ -185,22 +185,38 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(d->loop, 0);
 }
 
+/* Enabled (pending) and not a failed lookup. */
+static bool pending(sd_event_source *s)
+{
+	int on = SD_EVENT_OFF;
+	return s && sd_event_source_get_enabled(s, &on) >= 0 && on != SD_EVENT_OFF;
+}
+
 /*
  * At the default level (info) no line per scan: those name directories and are at debug.
  * Instead, while scans happen, one line every log_summary_s with what they added up to.  Armed
  * by activity (a batch of BPF events) and re-armed only while there is more to tell, so an idle
  * daemon does not wake up for it.
  */
-static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
+/* The summary line of the period since summary_since, if the counters moved; true if they did. */
+static bool summary_emit(struct daemon *d, uint64_t now_usec)
 {
-	struct daemon *d = userdata;
 	char line[768];
 	d->stats.cpu_s = dd_process_cpu_s(); /* what the period's help cost */
 	bool moved = dd_stats_summary(&d->stats, &d->summary_prev, line, sizeof(line)) > 0;
 	if (moved)
-		log_info("last %u s: %s; %u scans and %u walks running", d->cfg.log_summary_s, line,
+		log_info("last %llu s: %s; %u scans and %u walks running",
+			 (unsigned long long)((now_usec - d->summary_since + 500000) / 1000000), line,
 			 scan_mgr_active(d->mgr), scan_mgr_walks(d->mgr));
 	d->summary_prev = d->stats;
+	d->summary_since = now_usec;
+	return moved;
+}
+
+static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	bool moved = summary_emit(d, usec);
 	/* once more after the last activity: scans that were still running end in that period */
 	if (d->cfg.log_summary_s && (moved || scan_mgr_active(d->mgr) || scan_mgr_walks(d->mgr))) {
 		sd_event_source_set_time(s, usec + d->cfg.log_summary_s * 1000000ull);
@@ -211,13 +227,13 @@ static int on_summary(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void summary_kick(struct daemon *d)
 {
-	int on = SD_EVENT_OFF;
 	uint64_t now;
-	if (!d->cfg.log_summary_s || sd_event_source_get_enabled(d->summary_src, &on) < 0 || on != SD_EVENT_OFF)
+	if (!d->cfg.log_summary_s || !d->summary_src || pending(d->summary_src))
 		return;
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	/* a period of activity starts: its CPU counts from here, not from the idle time before */
 	d->summary_prev.cpu_s = dd_process_cpu_s();
+	d->summary_since = now;
 	sd_event_source_set_time(d->summary_src, now + d->cfg.log_summary_s * 1000000ull);
 	sd_event_source_set_enabled(d->summary_src, SD_EVENT_ONESHOT);
 }
@@ -234,13 +250,29 @@ static int on_persist(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void persist_kick(struct daemon *d)
 {
-	int on = SD_EVENT_OFF;
 	uint64_t now;
-	if (!d->persist_src || sd_event_source_get_enabled(d->persist_src, &on) < 0 || on != SD_EVENT_OFF)
+	if (!d->persist_src || pending(d->persist_src))
 		return;
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	sd_event_source_set_time(d->persist_src, now + PERSIST_INTERVAL_S * 1000000ull);
 	sd_event_source_set_enabled(d->persist_src, SD_EVENT_ONESHOT);
+}
+
+/* The arming went quiet (disarmed, nothing running): what the summary and the memory's timers
+ * would do in the next minute is done now, so the idle daemon has no timer left to wake it. */
+static void on_quiet(void *ctx)
+{
+	struct daemon *d = ctx;
+	uint64_t now;
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	if (pending(d->summary_src)) {
+		summary_emit(d, now);
+		sd_event_source_set_enabled(d->summary_src, SD_EVENT_OFF);
+	}
+	if (pending(d->persist_src)) {
+		persist_save(d->persist, host_policy(d->host), mono_ns(), false);
+		sd_event_source_set_enabled(d->persist_src, SD_EVENT_OFF);
+	}
 }
 
 /* After each wakeup by BPF: the summary's and the memory's timers, and the status line when the
@@ -346,6 +378,7 @@ static int start_around(struct daemon *d, char *err, size_t errlen)
 	d->arm = arm_new(d, err, errlen);
 	if (!d->arm)
 		return -1;
+	arm_on_quiet(d->arm, on_quiet, d);
 	d->ctl = control_new(d, err, errlen);
 	if (!d->ctl)
 		return -1;

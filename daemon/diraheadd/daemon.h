@@ -37,6 +37,7 @@ struct daemon {
 	struct dd_stats stats;
 	sd_event_source *summary_src;/* the periodic summary line, armed only while scans happen */
 	struct dd_stats summary_prev;/* the counters at the last summary */
+	uint64_t summary_since;      /* CLOCK_MONOTONIC usec: the start of the summary's period */
 	unsigned last_active;        /* active scans at the last status line */
 	uint64_t last_notify;        /* CLOCK_MONOTONIC µs of the last status line */
 	uint64_t start_usec;         /* CLOCK_REALTIME µs at start */

@@ -1652,6 +1652,10 @@ class Bench:
         cost: they are counted and reported next to the figure."""
         secs = self.a.idle_seconds
         self.daemon.wait_quiet(self.pids)
+        # idle starts when the hooks are detached: the daemon logs its summary and saves its
+        # memory then, the last work of a period of activity
+        if not self.daemon.wait_disarmed(timeout=60):
+            self.warn("idle window: the detector was still armed after 60 s")
         self.dlog.mark()
         st0 = self.daemon.stats()
         c0, w0 = self.daemon.cpu_seconds(), self.daemon.switches()

@@ -51,9 +51,9 @@ DAEMON_VERBOSE=no daemon_start
 wait_for 10 eval '[ "$(daemon_stat scans_confirmed)" -ge 2 ]'
 n0=$(daemon_stat scans_confirmed)
 # every scan is summed up (they may straddle two summaries; other programs' scans count too)
-summed() { awk '/^diraheadd: last 1 s: [0-9]+ scans confirmed/ { n += $5 } END { print n + 0 }' "$DAEMON_LOG"; }
+summed() { awk '/^diraheadd: last [0-9]+ s: [0-9]+ scans confirmed/ { n += $5 } END { print n + 0 }' "$DAEMON_LOG"; }
 wait_for 10 eval '[ "$(summed)" -ge "$n0" ]'
-info "$(grep -m 2 '^diraheadd: last 1 s: ' "$DAEMON_LOG")"
+info "$(grep -m 2 -E '^diraheadd: last [0-9]+ s: ' "$DAEMON_LOG")"
 grep -qE "$T/mnt|quiet|31mred|x1b" "$DAEMON_LOG" &&
 	fail "a path at the default level: $(grep -E "$T/mnt|quiet|31mred|x1b" "$DAEMON_LOG")"
 grep -qE '(scan|walk)( end| \(dry run\))?: pid' "$DAEMON_LOG" &&
