@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# No function of the product code (daemon/, bpf/) is longer than MAX lines (80: HACKING.md's
-# layout rules), counted from its opening brace to its closing one, both at column 0 as the code
+# No function of the product code (daemon/, bpf/) is longer than MAX lines (80: HACKING.md,
+# Invariants), counted from its opening brace to its closing one, both at column 0 as the code
 # is written.  A function that is only a table may be listed in ALLOW with its reason; an ALLOW
 # entry that no longer needs to be there fails too, so the list stays true.
 . "$(dirname "$0")/../lib/lib.sh"

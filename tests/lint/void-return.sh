@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# No `return some_void_call(...);` in daemon/ or bpf/ (HACKING.md's layout rules: a void function
+# No `return some_void_call(...);` in daemon/ or bpf/ (HACKING.md, Invariants: a void function
 # returns nothing).  The compilers find it exactly: -Wpedantic warns of a return with an expression
 # in a void function (gcc: "ISO C forbids 'return' with expression", clang: "should not return void
 # expression"); every other pedantic warning is ignored here.
