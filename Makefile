@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# dirahead: one entry point.  make | make deps | make check | make run | make bench | make clean
+# dirahead: one entry point.  make | make deps | make check | make lint | make run | make bench | make clean
 # Everything generated goes to build/.  SANITIZE=1 builds with ASan+UBSan; CC=clang works too.
 # make fuzz [FUZZ_SECONDS=300]: the libFuzzer targets (tests/fuzz/, clang), each for that long.
 
@@ -56,7 +56,7 @@ BPF_LIBS    := $(call pc,--libs,libbpf)
 SD_LIBS     := $(call pc,--libs,libsystemd)
 CMOCKA_LIBS := $(call pc,--libs,cmocka)
 
-.PHONY: all deps check run bench clean install FORCE
+.PHONY: all deps check lint run bench clean install FORCE
 all:
 
 # ---------------------------------------------------------------------------
@@ -291,6 +291,11 @@ deps:
 check: deps
 	$(MAKE) all tests
 	tests/run-tests.sh
+
+# make lint: the static checks of the code alone (tests/lint/: function length, void returns);
+# make check runs them with the rest.
+lint: all
+	BUILD=$(BUILD) CC=$(CC) tests/run-tests.sh tests/lint/
 
 run: deps
 	$(MAKE) all

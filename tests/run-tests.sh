@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
-# Runs every test: the cmocka unit binaries (build/tests/unit/test_*) and the integration scripts
-# (tests/integration/*.sh, tests/bpf/*.sh, tests/security/*.sh: one attack each).  Exit status 77 means SKIP.  Logs go to
+# Runs every test: the cmocka unit binaries (build/tests/unit/test_*), the static checks of the
+# code (tests/lint/*.sh) and the integration scripts (tests/integration/*.sh, tests/bpf/*.sh,
+# tests/security/*.sh: one attack each).  Exit status 77 means SKIP.  Logs go to
 # build/test-logs/.  Ends with one line "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh [SUBSTRING...]   (only tests whose name contains one of them)
 # Under CI (CI set) a skip counts as a failure: CI runs as root and nothing may skip there.
@@ -14,7 +15,7 @@ TIMEOUT=${TEST_TIMEOUT:-600}
 mkdir -p "$LOGS"
 
 tests=()
-for t in "$BUILD"/tests/unit/test_* tests/integration/*.sh tests/bpf/*.sh tests/security/*.sh; do
+for t in "$BUILD"/tests/unit/test_* tests/lint/*.sh tests/integration/*.sh tests/bpf/*.sh tests/security/*.sh; do
 	[ -e "$t" ] || continue
 	case "$t" in *.o|*.d) continue ;; esac
 	if [ $# -gt 0 ]; then

@@ -263,6 +263,138 @@ static void err(struct opts *op, const char *path, const char *name, int e)
 	op->rc = 1;
 }
 
+/* The entries of one directory, as read. */
+struct ents {
+	struct ent *v;
+	size_t n, cap;
+};
+
+/* A new slot at the end of es, or NULL (the error reported). */
+static struct ent *ents_push(struct opts *op, const char *path, struct ents *es)
+{
+	if (es->n == es->cap) {
+		size_t cap = es->cap ? es->cap * 2 : 256;
+		struct ent *nv = realloc(es->v, cap * sizeof(*nv));
+		if (!nv) {
+			err(op, path, NULL, ENOMEM);
+			return NULL;
+		}
+		es->v = nv;
+		es->cap = cap;
+	}
+	return &es->v[es->n];
+}
+
+static void ents_free(struct ents *es)
+{
+	for (size_t i = 0; i < es->n; i++) {
+		free(es->v[i].name);
+		free(es->v[i].link);
+		free(es->v[i].xattrs);
+	}
+	free(es->v);
+}
+
+/* One entry into es (its link target read through x's fd): false to stop, out of memory. */
+static bool add_ent(struct opts *op, const char *path, struct dirahead_xdir *x,
+		    const struct dirahead_xent *e, struct ents *es)
+{
+	struct ent *en = ents_push(op, path, es);
+	if (!en)
+		return false;
+	en->name = strdup(e->name);
+	en->link = NULL;
+	en->xattrs = op->xattrs ? format_xattrs(e) : NULL;
+	if (e->xattr_error)
+		err(op, path, e->name, e->xattr_error);
+	en->type = e->type;
+	en->stx = *e->stx;
+	if (!en->name) {
+		free(en->xattrs);
+		err(op, path, NULL, ENOMEM);
+		return false;
+	}
+	if (op->lng && S_ISLNK(e->stx->stx_mode))
+		en->link = read_link(dirahead_xreaddir_fd(x), e->name, e->stx->stx_size);
+	es->n++;
+	return true;
+}
+
+/* Every entry ls would show into es; the others, and errors, reported as ls does. */
+static void read_ents(struct opts *op, const char *path, struct dirahead_xdir *x, struct ents *es)
+{
+	const struct dirahead_xent *e;
+	int r;
+	while ((r = dirahead_xreaddir(x, &e)) > 0) {
+		if (e->name[0] == '.' && !op->all)
+			continue; /* hidden, as ls hides them */
+		if (e->error) { /* ls names it on stderr and leaves it out */
+			err(op, path, e->name, e->error);
+			continue;
+		}
+		if (!add_ent(op, path, x, e, es))
+			break;
+	}
+	if (r < 0)
+		err(op, path, NULL, -r);
+}
+
+static void print_stats(const char *path, struct dirahead_xdir *x)
+{
+	struct dirahead_xreaddir_stats st;
+	dirahead_xreaddir_get_stats(x, &st);
+	fprintf(stderr, "ls-stats: %s entries=%llu statx=%llu inline=%llu xattr_calls=%llu "
+		"errors=%llu parallel=%s backend=%s mem_peak=%llu\n", path,
+		(unsigned long long)st.entries, (unsigned long long)st.statx,
+		(unsigned long long)st.statx_inline, (unsigned long long)st.xattr_calls,
+		(unsigned long long)st.errors, st.parallel ? "yes" : "no",
+		st.parallel ? dirahead_backend_name(st.backend) : "none",
+		(unsigned long long)st.mem_peak);
+}
+
+static void print_dir(struct opts *op, const char *path, const struct ents *es)
+{
+	if (op->many) {
+		printf("%s%s:\n", op->first ? "" : "\n", path);
+	}
+	op->first = false;
+	if (op->xattrs)
+		print_xattrs(path, es->v, es->n);
+	else if (op->lng)
+		print_long(op, es->v, es->n);
+	else
+		for (size_t i = 0; i < es->n; i++)
+			printf("%s\n", es->v[i].name);
+}
+
+/* -R: each subdirectory among es, opened below dfd (without following symlinks), listed in turn. */
+static void list_subdirs(struct opts *op, int dfd, const char *path, const struct ents *es)
+{
+	for (size_t i = 0; i < es->n; i++) {
+		const struct ent *en = &es->v[i];
+		bool dir = op->lng ? S_ISDIR(en->stx.stx_mode) : en->type == DT_DIR;
+		if (!dir)
+			continue;
+		int fd = openat(dfd, en->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		size_t lp = strlen(path) + strlen(en->name) + 2;
+		char *sub = malloc(lp);
+		if (!sub) {
+			if (fd >= 0)
+				close(fd);
+			err(op, path, NULL, ENOMEM);
+			break;
+		}
+		snprintf(sub, lp, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", en->name);
+		if (fd < 0) {
+			err(op, sub, NULL, errno);
+		} else {
+			list_dir(op, fd, sub);
+			close(fd);
+		}
+		free(sub);
+	}
+}
+
 static void list_dir(struct opts *op, int dirfd, const char *path)
 {
 	struct dirahead_xreaddir_opts o = {
@@ -275,104 +407,21 @@ static void list_dir(struct opts *op, int dirfd, const char *path)
 		err(op, path, NULL, errno);
 		return;
 	}
-	struct ent *es = NULL;
-	size_t n = 0, cap = 0;
-	const struct dirahead_xent *e;
-	int r;
-	while ((r = dirahead_xreaddir(x, &e)) > 0) {
-		if (e->name[0] == '.' && !op->all)
-			continue; /* hidden, as ls hides them */
-		if (e->error) { /* ls names it on stderr and leaves it out */
-			err(op, path, e->name, e->error);
-			continue;
-		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct ent *ne = realloc(es, cap * sizeof(*es));
-			if (!ne) {
-				err(op, path, NULL, ENOMEM);
-				break;
-			}
-			es = ne;
-		}
-		struct ent *en = &es[n];
-		en->name = strdup(e->name);
-		en->link = NULL;
-		en->xattrs = op->xattrs ? format_xattrs(e) : NULL;
-		if (e->xattr_error)
-			err(op, path, e->name, e->xattr_error);
-		en->type = e->type;
-		en->stx = *e->stx;
-		if (!en->name) {
-			err(op, path, NULL, ENOMEM);
-			break;
-		}
-		if (op->lng && S_ISLNK(e->stx->stx_mode))
-			en->link = read_link(dirahead_xreaddir_fd(x), e->name, e->stx->stx_size);
-		n++;
-	}
-	if (r < 0)
-		err(op, path, NULL, -r);
-	if (op->stats) {
-		struct dirahead_xreaddir_stats st;
-		dirahead_xreaddir_get_stats(x, &st);
-		fprintf(stderr, "ls-stats: %s entries=%llu statx=%llu inline=%llu xattr_calls=%llu "
-			"errors=%llu parallel=%s backend=%s mem_peak=%llu\n", path,
-			(unsigned long long)st.entries, (unsigned long long)st.statx,
-			(unsigned long long)st.statx_inline, (unsigned long long)st.xattr_calls,
-			(unsigned long long)st.errors, st.parallel ? "yes" : "no",
-			st.parallel ? dirahead_backend_name(st.backend) : "none",
-			(unsigned long long)st.mem_peak);
-	}
+	struct ents es = { 0 };
+	read_ents(op, path, x, &es);
+	if (op->stats)
+		print_stats(path, x);
 	/* kept for the subdirectories (the iterator's own, relative to which they open) */
 	int keep = op->rec ? fcntl(dirahead_xreaddir_fd(x), F_DUPFD_CLOEXEC, 3) : -1;
 	dirahead_xreaddir_close(x);
-	if (es)
-		qsort(es, n, sizeof(*es), cmp_ent);
-
-	if (op->many) {
-		printf("%s%s:\n", op->first ? "" : "\n", path);
-	}
-	op->first = false;
-	if (op->xattrs)
-		print_xattrs(path, es, n);
-	else if (op->lng)
-		print_long(op, es, n);
-	else
-		for (size_t i = 0; i < n; i++)
-			printf("%s\n", es[i].name);
-
-	for (size_t i = 0; op->rec && keep >= 0 && i < n; i++) {
-		bool dir = op->lng ? S_ISDIR(es[i].stx.stx_mode) : es[i].type == DT_DIR;
-		if (!dir)
-			continue;
-		int fd = openat(keep, es[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		size_t lp = strlen(path) + strlen(es[i].name) + 2;
-		char *sub = malloc(lp);
-		if (!sub) {
-			if (fd >= 0)
-				close(fd);
-			err(op, path, NULL, ENOMEM);
-			break;
-		}
-		snprintf(sub, lp, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
-			 es[i].name);
-		if (fd < 0) {
-			err(op, sub, NULL, errno);
-		} else {
-			list_dir(op, fd, sub);
-			close(fd);
-		}
-		free(sub);
-	}
+	if (es.v)
+		qsort(es.v, es.n, sizeof(*es.v), cmp_ent);
+	print_dir(op, path, &es);
+	if (op->rec && keep >= 0)
+		list_subdirs(op, keep, path, &es);
 	if (keep >= 0)
 		close(keep);
-	for (size_t i = 0; i < n; i++) {
-		free(es[i].name);
-		free(es[i].link);
-		free(es[i].xattrs);
-	}
-	free(es);
+	ents_free(&es);
 }
 
 int cmd_ls(int argc, char **argv)

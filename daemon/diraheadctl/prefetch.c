@@ -164,7 +164,75 @@ static void raise_nofile(void)
 	}
 }
 
-int cmd_prefetch(int argc, char **argv)
+/* --order's names: 0, or -1 for a name that is none of them. */
+static int parse_order(const char *s, enum dirahead_order *out)
+{
+	if (!strcmp(s, "readdir"))
+		*out = DIRAHEAD_ORDER_READDIR;
+	else if (!strcmp(s, "inode"))
+		*out = DIRAHEAD_ORDER_INODE;
+	else if (!strcmp(s, "name"))
+		*out = DIRAHEAD_ORDER_NAME;
+	else if (!strcmp(s, "default"))
+		*out = DIRAHEAD_ORDER_DEFAULT;
+	else
+		return -1;
+	return 0;
+}
+
+/* --engine's names: 0, or -1 for a name that is none of them. */
+static int parse_backend(const char *s, enum dirahead_backend *out)
+{
+	if (!strcmp(s, "auto"))
+		*out = DIRAHEAD_BACKEND_AUTO;
+	else if (!strcmp(s, "io_uring"))
+		*out = DIRAHEAD_BACKEND_URING;
+	else if (!strcmp(s, "threads"))
+		*out = DIRAHEAD_BACKEND_THREADS;
+	else
+		return -1;
+	return 0;
+}
+
+/* One option: -1 to go on, else the exit status to return at once. */
+static int parse_opt(int opt, struct ctx *c, struct dirahead_engine_opts *eo, unsigned *max_open,
+		     bool *quiet)
+{
+	switch (opt) {
+	case 'r':
+		c->recursive = true;
+		return -1;
+	case 'o':
+		if (parse_order(optarg, &c->order) == 0)
+			return -1;
+		fprintf(stderr, "diraheadctl: prefetch: --order: '%s' is not readdir, "
+			"inode or name\n", optarg);
+		return 2;
+	case 'd':
+		return parse_uint("depth", optarg, 1, 4096, &eo->depth) < 0 ? 2 : -1;
+	case 'e':
+		if (parse_backend(optarg, &eo->backend) == 0)
+			return -1;
+		fprintf(stderr, "diraheadctl: prefetch: --engine: '%s' is not auto, "
+			"io_uring or threads\n", optarg);
+		return 2;
+	case 'm':
+		return parse_uint("max-open", optarg, 1, 65536, max_open) < 0 ? 2 : -1;
+	case 'q':
+		*quiet = true;
+		return -1;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+/* The command line into c and eo: -1 to go on (DIRs from optind), else the exit status. */
+static int parse_args(int argc, char **argv, struct ctx *c, struct dirahead_engine_opts *eo,
+		      bool *quiet)
 {
 	static const struct option opts[] = {
 		{ "recursive", no_argument, NULL, 'r' },
@@ -176,90 +244,125 @@ int cmd_prefetch(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct ctx c = { .order = DIRAHEAD_ORDER_DEFAULT };
-	struct dirahead_engine_opts eo = { .size = sizeof(eo), .on_complete = on_complete,
-					   .on_dir_done = on_dir_done, .data = &c };
-	unsigned max_open = 32;
-	bool quiet = false;
-	int opt, rc = 0, sig = 0;
-
 	static char prog[] = "diraheadctl prefetch";
+	unsigned max_open = 32;
+	int opt, rc;
+
 	argv[0] = prog; /* getopt's messages name it */
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "rqh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'r':
-			c.recursive = true;
-			break;
-		case 'o':
-			if (!strcmp(optarg, "readdir"))
-				c.order = DIRAHEAD_ORDER_READDIR;
-			else if (!strcmp(optarg, "inode"))
-				c.order = DIRAHEAD_ORDER_INODE;
-			else if (!strcmp(optarg, "name"))
-				c.order = DIRAHEAD_ORDER_NAME;
-			else if (!strcmp(optarg, "default"))
-				c.order = DIRAHEAD_ORDER_DEFAULT;
-			else {
-				fprintf(stderr, "diraheadctl: prefetch: --order: '%s' is not readdir, "
-					"inode or name\n", optarg);
-				return 2;
-			}
-			break;
-		case 'd':
-			if (parse_uint("depth", optarg, 1, 4096, &eo.depth) < 0)
-				return 2;
-			break;
-		case 'e':
-			if (!strcmp(optarg, "auto"))
-				eo.backend = DIRAHEAD_BACKEND_AUTO;
-			else if (!strcmp(optarg, "io_uring"))
-				eo.backend = DIRAHEAD_BACKEND_URING;
-			else if (!strcmp(optarg, "threads"))
-				eo.backend = DIRAHEAD_BACKEND_THREADS;
-			else {
-				fprintf(stderr, "diraheadctl: prefetch: --engine: '%s' is not auto, "
-					"io_uring or threads\n", optarg);
-				return 2;
-			}
-			break;
-		case 'm':
-			if (parse_uint("max-open", optarg, 1, 65536, &max_open) < 0)
-				return 2;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "rqh", opts, NULL)) != -1)
+		if ((rc = parse_opt(opt, c, eo, &max_open, quiet)) >= 0)
+			return rc;
 	if (optind >= argc) {
 		fprintf(stderr, "diraheadctl: prefetch: no directory given\n");
 		usage(stderr);
 		return 2;
 	}
-	if (c.recursive) {
-		eo.max_open = max_open;
+	if (c->recursive) {
+		eo->max_open = max_open;
 		raise_nofile();
 	}
+	return -1;
+}
 
-	/* Signals arrive through a signalfd, so the loop can cancel and report instead of dying
-	 * with requests in flight. */
+/* Signals arrive through a signalfd, so the loop can cancel and report instead of dying with
+ * requests in flight.  The fd, or -1 (the error printed). */
+static int block_signals(void)
+{
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
+	if (sfd < 0)
 		fprintf(stderr, "diraheadctl: prefetch: signalfd: %s\n", strerror(errno));
-		return 1;
+	return sfd;
+}
+
+/* One DIR of the command line into the engine; a failure is counted as a top one. */
+static void submit_top(struct ctx *c, const char *path)
+{
+	/* O_PATH: only the lookup here; the real open (FUSE OPENDIR, permission check) happens in
+	 * the engine's reader, so a hung filesystem cannot block this loop and a signal still
+	 * cancels everything. */
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "diraheadctl: prefetch: %s: %s\n", path, strerror(errno));
+		c->errors++;
+		c->top_failed = true;
+		return;
 	}
+	struct node *n = node_new(c, NULL, path, true);
+	struct dirahead_dir_opts o = {
+		.size = sizeof(o), .order = c->order, .limit = UINT64_MAX, .data = n,
+	};
+	if (!n || !(n->dir = dirahead_dir_submit(c->e, fd, &o))) {
+		fprintf(stderr, "diraheadctl: prefetch: %s: %s\n", path, strerror(errno));
+		c->errors++;
+		c->top_failed = true;
+		if (n)
+			node_free(c, n);
+	}
+	close(fd);
+}
+
+/* Runs the engine until every directory is done or a signal comes: that signal's number, or 0. */
+static int run(struct ctx *c, int sfd)
+{
+	for (;;) {
+		int r = dirahead_engine_process(c->e);
+		if (r < 0)
+			fprintf(stderr, "diraheadctl: prefetch: %s\n", strerror(-r));
+		if (!c->live)
+			return 0;
+		struct pollfd p[2] = {
+			{ .fd = dirahead_engine_fd(c->e), .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+		};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return 0;
+		struct signalfd_siginfo si;
+		if (p[1].revents && read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			/* Cancel returns at once even if requests hang; the callbacks free the nodes. */
+			for (struct node *n = c->live; n; n = n->next)
+				dirahead_dir_cancel(n->dir);
+			dirahead_engine_process(c->e);
+			return (int)si.ssi_signo;
+		}
+	}
+}
+
+static void print_summary(const struct ctx *c, enum dirahead_backend backend,
+			  const struct timespec *t0, const struct timespec *t1, int sig)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("prefetch: directories=%llu entries=%llu errors=%llu elapsed=%.3fs "
+	       "backend=%s order=%s maxrss=%ldKiB%s\n",
+	       (unsigned long long)c->dirs, (unsigned long long)c->entries,
+	       (unsigned long long)c->errors,
+	       (double)(t1->tv_sec - t0->tv_sec) + (double)(t1->tv_nsec - t0->tv_nsec) / 1e9,
+	       dirahead_backend_name(backend),
+	       dirahead_order_name(c->order == DIRAHEAD_ORDER_DEFAULT
+				   ? DIRAHEAD_ORDER_DEFAULT_MEANS : c->order),
+	       ru.ru_maxrss, sig ? " interrupted" : "");
+	fflush(stdout);
+}
+
+int cmd_prefetch(int argc, char **argv)
+{
+	struct ctx c = { .order = DIRAHEAD_ORDER_DEFAULT };
+	struct dirahead_engine_opts eo = { .size = sizeof(eo), .on_complete = on_complete,
+					   .on_dir_done = on_dir_done, .data = &c };
+	bool quiet = false;
+
+	int rc = parse_args(argc, argv, &c, &eo, &quiet);
+	if (rc >= 0)
+		return rc;
+	int sfd = block_signals();
+	if (sfd < 0)
+		return 1;
 
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -270,53 +373,9 @@ int cmd_prefetch(int argc, char **argv)
 		close(sfd);
 		return 1;
 	}
-	for (int i = optind; i < argc; i++) {
-		/* O_PATH: only the lookup here; the real open (FUSE OPENDIR, permission check)
-		 * happens in the engine's reader, so a hung filesystem cannot block this loop and
-		 * a signal still cancels everything. */
-		int fd = open(argv[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0) {
-			fprintf(stderr, "diraheadctl: prefetch: %s: %s\n", argv[i], strerror(errno));
-			c.errors++;
-			c.top_failed = true;
-			continue;
-		}
-		struct node *n = node_new(&c, NULL, argv[i], true);
-		struct dirahead_dir_opts o = {
-			.size = sizeof(o), .order = c.order, .limit = UINT64_MAX, .data = n,
-		};
-		if (!n || !(n->dir = dirahead_dir_submit(c.e, fd, &o))) {
-			fprintf(stderr, "diraheadctl: prefetch: %s: %s\n", argv[i], strerror(errno));
-			c.errors++;
-			c.top_failed = true;
-			if (n)
-				node_free(&c, n);
-		}
-		close(fd);
-	}
-
-	for (;;) {
-		int r = dirahead_engine_process(c.e);
-		if (r < 0)
-			fprintf(stderr, "diraheadctl: prefetch: %s\n", strerror(-r));
-		if (!c.live)
-			break;
-		struct pollfd p[2] = {
-			{ .fd = dirahead_engine_fd(c.e), .events = POLLIN },
-			{ .fd = sfd, .events = POLLIN },
-		};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		struct signalfd_siginfo si;
-		if (p[1].revents && read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			sig = (int)si.ssi_signo;
-			/* Cancel returns at once even if requests hang; the callbacks free the nodes. */
-			for (struct node *n = c.live; n; n = n->next)
-				dirahead_dir_cancel(n->dir);
-			dirahead_engine_process(c.e);
-			break;
-		}
-	}
+	for (int i = optind; i < argc; i++)
+		submit_top(&c, argv[i]);
+	int sig = run(&c, sfd);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	enum dirahead_backend backend = dirahead_engine_backend(c.e);
 	dirahead_engine_free(c.e);
@@ -324,23 +383,9 @@ int cmd_prefetch(int argc, char **argv)
 		node_free(&c, c.live);
 	close(sfd);
 
-	if (!quiet) {
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
-		printf("prefetch: directories=%llu entries=%llu errors=%llu elapsed=%.3fs "
-		       "backend=%s order=%s maxrss=%ldKiB%s\n",
-		       (unsigned long long)c.dirs, (unsigned long long)c.entries,
-		       (unsigned long long)c.errors,
-		       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-		       dirahead_backend_name(backend),
-		       dirahead_order_name(c.order == DIRAHEAD_ORDER_DEFAULT
-						   ? DIRAHEAD_ORDER_DEFAULT_MEANS : c.order),
-		       ru.ru_maxrss, sig ? " interrupted" : "");
-		fflush(stdout);
-	}
+	if (!quiet)
+		print_summary(&c, backend, &t0, &t1, sig);
 	if (sig)
 		return 128 + sig;
-	if (c.top_failed)
-		rc = 1;
-	return rc;
+	return c.top_failed ? 1 : 0;
 }

@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -211,50 +212,132 @@ static void cookie_store(dev_t dev, ino_t ino, uint64_t index, int64_t pos)
 }
 
 /* ---- the call -------------------------------------------------------------------------------- */
-int dirreadahead(unsigned int fd, loff_t *offset, unsigned int count)
-{
-	struct da_dirstream ds;
-	struct da_batch *b = NULL;
-	struct pending *p;
-	struct stat st;
-	uint64_t skip, start;
-	int own = -1, r;
-	struct cookie *ck;
-	int64_t resume = -1;
-	uint64_t resume_index = 0;
+/* Where a walk of this directory stopped before, if one did at or before the asked index. */
+struct resume {
+	int64_t pos;            /* readdir cookie to seek to, -1: read from the start */
+	uint64_t index;         /* entries before pos */
+};
 
-	if (fd > INT_MAX) {
-		errno = EBADF;
-		return -1;
-	}
-	if (fstat((int)fd, &st) < 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode)) {
-		errno = ENOTDIR;
-		return -1;
-	}
-	if (!offset) {
-		errno = EFAULT;
-		return -1;
-	}
-	if (*offset < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (!count)
-		return 0;
-	start = (uint64_t)*offset;
+/* The arguments, as the system call would check them: 0 (st filled) or -errno. */
+static int check_args(unsigned int fd, const loff_t *offset, struct stat *st)
+{
+	if (fd > INT_MAX)
+		return -EBADF;
+	if (fstat((int)fd, st) < 0)
+		return -errno;
+	if (!S_ISDIR(st->st_mode))
+		return -ENOTDIR;
+	if (!offset)
+		return -EFAULT;
+	if (*offset < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* Under the lock: the engine started, room for more, and where an earlier walk stopped.
+ * 0 or -errno. */
+static int prepare(const struct stat *st, uint64_t start, struct resume *at)
+{
+	struct cookie *ck;
+	int r;
 
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&lock);
 	r = ensure_engine();
 	if (!r && g.pending >= MAX_PENDING)
 		r = -EAGAIN;
-	if (!r && (ck = cookie_find(st.st_dev, st.st_ino, start))) {
-		resume = ck->pos;
-		resume_index = ck->index;
+	if (!r && (ck = cookie_find(st->st_dev, st->st_ino, start))) {
+		at->pos = ck->pos;
+		at->index = ck->index;
 	}
 	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Moves ds to the entry at index start, from a resumed walk's position when it still holds:
+ * 1 there, 0 if the directory ends before it, -errno. */
+static int seek_to(struct da_dirstream *ds, int own, uint64_t start, const struct resume *at)
+{
+	const char *name;
+	uint64_t ino, skip = start;
+	uint8_t type;
+	int r = 1;
+
+	if (at->pos >= 0 && lseek(own, at->pos, SEEK_SET) == at->pos)
+		skip = start - at->index;
+	else
+		lseek(own, 0, SEEK_SET);
+	while (skip && (r = da_ds_next(ds, &name, &ino, &type)) > 0)
+		skip--;
+	return r;
+}
+
+/* Up to count names (MAX_PER_CALL at most) into *out: how many, 0 at the end, or -errno when
+ * none was read (an error after some entries is left for the next call to report). */
+static int read_batch(struct da_dirstream *ds, uint64_t start, unsigned int count,
+		      struct da_batch **out)
+{
+	const char *name;
+	uint64_t ino;
+	uint8_t type;
+	int r = 1;
+	struct da_batch *b = da_batch_new(start, count < MAX_PER_CALL ? count : MAX_PER_CALL);
+
+	*out = b;
+	if (!b)
+		return -ENOMEM;
+	while (!da_batch_full(b) && (r = da_ds_next(ds, &name, &ino, &type)) > 0)
+		if ((r = da_batch_add(b, name, ino, type)) < 0)
+			break;
+	if (b->n)
+		return (int)b->n;
+	return r < 0 ? r : 0;
+}
+
+/* Queues the batch of n entries (with own, which the engine thread closes) and wakes the
+ * thread: 0, after which neither is the caller's to touch, or -ENOMEM, when the caller keeps
+ * both. */
+static int hand_over(int own, struct da_batch *b, uint32_t n, const struct stat *st,
+		     uint64_t start, int64_t cookie)
+{
+	struct pending *p = malloc(sizeof(*p));
+	uint64_t one = 1;
+
+	assert(n > 0 && n == b->n);
+	if (!p)
+		return -ENOMEM;
+	p->fd = own;
+	p->b = b;
+	pthread_mutex_lock(&lock);
+	cookie_store(st->st_dev, st->st_ino, start + n, cookie);
+	g.pending += n;
+	list_add_tail(&p->node, &g.queue);
+	if (write(g.cmd_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the thread is already woken */
+	}
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int dirreadahead(unsigned int fd, loff_t *offset, unsigned int count)
+{
+	struct da_dirstream ds;
+	struct da_batch *b = NULL;
+	struct stat st;
+	struct resume at = { .pos = -1 };
+	uint64_t start;
+	uint32_t n;
+	int own, r;
+
+	r = check_args(fd, offset, &st);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	if (!count)
+		return 0;
+	start = (uint64_t)*offset;
+	r = prepare(&st, start, &at);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -269,61 +352,17 @@ int dirreadahead(unsigned int fd, loff_t *offset, unsigned int count)
 		errno = ENOMEM;
 		return -1;
 	}
-	skip = start;
-	if (resume >= 0 && lseek(own, resume, SEEK_SET) == resume)
-		skip = start - resume_index;
-	else
-		lseek(own, 0, SEEK_SET);
-
-	const char *name;
-	uint64_t ino;
-	uint8_t type;
-	r = 1;
-	while (skip && (r = da_ds_next(&ds, &name, &ino, &type)) > 0)
-		skip--;
-	if (r < 0)
-		goto fail;
-	if (r == 0)
-		goto end; /* *offset is at or past the end */
-	b = da_batch_new(start, count < MAX_PER_CALL ? count : MAX_PER_CALL);
-	if (!b) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	while (!da_batch_full(b) && (r = da_ds_next(&ds, &name, &ino, &type)) > 0)
-		if ((r = da_batch_add(b, name, ino, type)) < 0)
-			break;
-	if (!b->n) {
-		if (r < 0)
-			goto fail;
-		goto end;
-	}
-	/* An error after some entries: start those and let the next call report it. */
-	p = malloc(sizeof(*p));
-	if (!p) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	uint32_t n = b->n;
-	p->fd = own;
-	p->b = b;
-	pthread_mutex_lock(&lock);
-	cookie_store(st.st_dev, st.st_ino, start + n, ds.cookie);
-	g.pending += n;
-	list_add_tail(&p->node, &g.queue);
-	uint64_t one = 1;
-	if (write(g.cmd_fd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the thread is already woken */
-	}
-	pthread_mutex_unlock(&lock);
+	r = seek_to(&ds, own, start, &at); /* 0: *offset is at or past the end */
+	if (r > 0)
+		r = read_batch(&ds, start, count, &b);
+	n = r > 0 ? (uint32_t)r : 0;
+	if (n)
+		r = hand_over(own, b, n, &st, start, ds.cookie);
 	da_ds_fini(&ds);
-	*offset = (loff_t)(start + n);
-	return (int)n;
-
-end:
-	r = 0;
-fail:
-	da_ds_fini(&ds);
+	if (n && r == 0) {
+		*offset = (loff_t)(start + n);
+		return (int)n; /* b and own are the engine thread's now: not to be touched */
+	}
 	close(own);
 	da_batch_free(b);
 	if (r < 0) {

@@ -879,10 +879,82 @@ int dirahead_engine_run(struct dirahead_engine *e, int timeout_ms)
 }
 
 /* ---- engine lifetime ------------------------------------------------------------------------- */
+/* The caller's options (as much of them as its struct has), each left at 0 given its default. */
+static void engine_opts_fill(struct dirahead_engine_opts *o, const struct dirahead_engine_opts *opts)
+{
+	if (opts)
+		memcpy(o, opts, opts->size < sizeof(*o) ? opts->size : sizeof(*o));
+	o->size = sizeof(*o);
+	if (!o->depth)
+		o->depth = DEFAULT_DEPTH;
+	if (!o->dir_depth || o->dir_depth > o->depth)
+		o->dir_depth = o->depth;
+	if (!o->threads)
+		o->threads = o->depth;
+	if (!o->stall_ms)
+		o->stall_ms = DEFAULT_STALL_MS;
+	if (!o->readers)
+		o->readers = READERS;
+	if (o->readers > READERS_MAX)
+		o->readers = READERS_MAX;
+}
+
+/* One pollable fd for the caller: completions (eventfd) and stall checks (timerfd) behind an
+ * epoll.  0, or -1 with errno set (what was opened is closed by dirahead_engine_free). */
+static int engine_open_fds(struct dirahead_engine *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	e->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->efd < 0)
+		return -1;
+	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (e->tfd < 0)
+		return -1;
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0)
+		return -1;
+	ev.data.fd = e->efd;
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->efd, &ev) < 0)
+		return -1;
+	ev.data.fd = e->tfd;
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev) < 0)
+		return -1;
+	return 0;
+}
+
+/* io_uring unless threads were asked for or (with auto) it cannot start; then the stat pool;
+ * the readers' pool always.  0, or -1 with errno set. */
+static int engine_start_workers(struct dirahead_engine *e)
+{
+	e->backend = DIRAHEAD_BACKEND_THREADS;
+	if (e->o.backend != DIRAHEAD_BACKEND_THREADS) {
+		int r = da_uring_new(&e->uring, e->o.depth, e->efd);
+		if (r == 0)
+			e->backend = DIRAHEAD_BACKEND_URING;
+		else if (e->o.backend == DIRAHEAD_BACKEND_URING) {
+			errno = -r;
+			return -1;
+		}
+	}
+	if (!e->uring) {
+		e->stat_pool = pool_new(e->o.threads, e->o.threads * 3, e->efd);
+		if (!e->stat_pool) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	e->read_pool = pool_new(e->o.readers, READERS_MAX, e->efd);
+	if (!e->read_pool) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
 struct dirahead_engine *dirahead_engine_new(const struct dirahead_engine_opts *opts)
 {
 	struct dirahead_engine *e;
-	struct epoll_event ev = { .events = EPOLLIN };
 	int r;
 
 	if (opts && (opts->size < offsetof(struct dirahead_engine_opts, stall_ms) ||
@@ -895,21 +967,7 @@ struct dirahead_engine *dirahead_engine_new(const struct dirahead_engine_opts *o
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (opts)
-		memcpy(&e->o, opts, opts->size < sizeof(e->o) ? opts->size : sizeof(e->o));
-	e->o.size = sizeof(e->o);
-	if (!e->o.depth)
-		e->o.depth = DEFAULT_DEPTH;
-	if (!e->o.dir_depth || e->o.dir_depth > e->o.depth)
-		e->o.dir_depth = e->o.depth;
-	if (!e->o.threads)
-		e->o.threads = e->o.depth;
-	if (!e->o.stall_ms)
-		e->o.stall_ms = DEFAULT_STALL_MS;
-	if (!e->o.readers)
-		e->o.readers = READERS;
-	if (e->o.readers > READERS_MAX)
-		e->o.readers = READERS_MAX;
+	engine_opts_fill(&e->o, opts);
 	e->stall_ns = (uint64_t)e->o.stall_ms * 1000000ull;
 	list_init(&e->waiting);
 	list_init(&e->active);
@@ -918,51 +976,13 @@ struct dirahead_engine *dirahead_engine_new(const struct dirahead_engine_opts *o
 	list_init(&e->uring_out);
 	list_init(&e->failed);
 	e->tfd = e->epfd = -1;
-
-	e->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e->efd < 0)
-		goto fail;
-	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (e->tfd < 0)
-		goto fail;
-	/* One pollable fd for the caller: completions (eventfd) and stall checks (timerfd). */
-	e->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (e->epfd < 0)
-		goto fail;
-	ev.data.fd = e->efd;
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->efd, &ev) < 0)
-		goto fail;
-	ev.data.fd = e->tfd;
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev) < 0)
-		goto fail;
-
-	e->backend = DIRAHEAD_BACKEND_THREADS;
-	if (e->o.backend != DIRAHEAD_BACKEND_THREADS) {
-		r = da_uring_new(&e->uring, e->o.depth, e->efd);
-		if (r == 0)
-			e->backend = DIRAHEAD_BACKEND_URING;
-		else if (e->o.backend == DIRAHEAD_BACKEND_URING) {
-			errno = -r;
-			goto fail;
-		}
+	if (engine_open_fds(e) < 0 || engine_start_workers(e) < 0) {
+		r = errno;
+		dirahead_engine_free(e);
+		errno = r;
+		return NULL;
 	}
-	if (!e->uring) {
-		e->stat_pool = pool_new(e->o.threads, e->o.threads * 3, e->efd);
-		if (!e->stat_pool)
-			goto fail_nomem;
-	}
-	e->read_pool = pool_new(e->o.readers, READERS_MAX, e->efd);
-	if (!e->read_pool)
-		goto fail_nomem;
 	return e;
-
-fail_nomem:
-	errno = ENOMEM;
-fail:
-	r = errno;
-	dirahead_engine_free(e);
-	errno = r;
-	return NULL;
 }
 
 static void dir_abandon_ops(struct dirahead_dir *d)
