@@ -264,17 +264,20 @@ double policy_entry_cost_ns(const struct policy *p);
  * Time saved (issue 25): the program time prefetch saved, estimated from the cost model's own
  * figures, never claimed beyond them.  Pure: figures in, seconds out.
  *
- * What the program's requests waited (struct pol_waits, one per scan or walk, and one for a
- * walk's listings) bounds the estimate: a stat or listing the program did not make waits for
- * nothing it could have saved.  On a filesystem whose entries share their reads (a block
- * device's inode table or cluster: policy_reads_shared()), the program on its own would have
- * waited for each block once, and our requests in parallel wait for the same reads at once: the
- * time with one of them in flight (busy_ns) is what it could have waited.  Elsewhere (FUSE, a
- * network filesystem) each stat is its own round trip: the sum of the requests' latencies.  The
- * bound counts the share of the requests the program used.  Where the first stats of a
- * directory (the probe) each read a block of their own, "before x stats" overstated the saving
- * tenfold (a tree on a slow block device) and more (62 s claimed for a 1.6 s ls -l); the bound
- * keeps an estimate below what the program could have waited.
+ * What the requests the program used waited (struct pol_waits, one per scan or walk, and one
+ * for a walk's listings; the share of them it used) bounds a gain twice:
+ *   - with prefetch the program took at least the time they were in flight (busy_ns): one that
+ *     outruns the prefetch waits for it, which its cost per stat with prefetch does not show;
+ *     so n x before - max(n x after, in flight);
+ *   - it could not have saved more than it would have waited for them.  On a filesystem whose
+ *     entries share their reads (a block device's inode table or cluster:
+ *     policy_reads_shared()), the program on its own waits for each block once, and our
+ *     requests in parallel wait for the same reads at once: their time in flight.  Elsewhere
+ *     (FUSE, a network filesystem) each stat is its own round trip: the sum of the latencies.
+ *     Listings, on every filesystem, by the walk's listings' time in flight (one queue).
+ * Where the first stats of a directory (the probe) each read a block of their own, "before x
+ * stats" overstated the saving tenfold (a tree on a slow block device) and more (62 s claimed
+ * for a 1.6 s ls -l).
  *
  * policy_saved_scan_s(): a scan's program made `used` stats while prefetched (hits and late:
  * the entry fetched or in flight); each saved what a stat cost it without prefetch less what it
