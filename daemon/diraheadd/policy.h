@@ -61,6 +61,9 @@ struct pol_fs {
 	double no_gain_cost_ns;    /* the program's cost when no_gain was decided */
 	unsigned depth;            /* requests in flight per scan that worked here */
 	double before_ns, after_ns;/* EWMA of the program's cost without and with prefetch */
+	double probed_ns;          /* EWMA of the program's cost per stat at the start of the scans
+				    * prefetched here (probe or confirming stats): the time saved's
+				    * figure where no scan was judged (policy_saved_scan_s) */
 	double cost_ns;            /* EWMA of the daemon's CPU per prefetched entry here; 0: unmeasured */
 	double pf_lat_ns;          /* EWMA of the prefetch request latency */
 	double raised_at_lat_ns;   /* pf_lat_ns when depth was last raised; 0: not since */
@@ -261,26 +264,60 @@ double policy_entry_cost_ns(const struct policy *p);
  * Time saved (issue 25): the program time prefetch saved, estimated from the cost model's own
  * figures, never claimed beyond them.  Pure: figures in, seconds out.
  *
+ * What the requests the program used waited (struct pol_waits, one per scan or walk, and one
+ * for a walk's listings; the share of them it used) bounds a gain twice:
+ *   - with prefetch the program took at least the time they were in flight (busy_ns): one that
+ *     outruns the prefetch waits for it, which its cost per stat with prefetch does not show;
+ *     so n x before - max(n x after, in flight);
+ *   - it could not have saved more than it would have waited for them.  On a filesystem whose
+ *     entries share their reads (a block device's inode table or cluster:
+ *     policy_reads_shared()), the program on its own waits for each block once, and our
+ *     requests in parallel wait for the same reads at once: their time in flight.  Elsewhere
+ *     (FUSE, a network filesystem) each stat is its own round trip: the sum of the latencies.
+ *     Listings, on every filesystem, by the walk's listings' time in flight (one queue).
+ * Where the first stats of a directory (the probe) each read a block of their own, "before x
+ * stats" overstated the saving tenfold (a tree on a slow block device) and more (62 s claimed
+ * for a 1.6 s ls -l).
+ *
  * policy_saved_scan_s(): a scan's program made `used` stats while prefetched (hits and late:
  * the entry fetched or in flight); each saved what a stat cost it without prefetch less what it
  * cost with.  The figures are the scan's own last pay-off judgment where it had one
  * (judged_before_ns > 0, judged_after_ns >= 0: the probe or the control stretch against the
  * stretch with prefetch), else the filesystem's remembered ones (before_ns, after_ns: earlier
- * scans' judgments), else there are none and it saved 0: nothing is claimed that was not
- * measured.  Negative where the figures say prefetch cost the program time (a no_gain scan):
- * an honest estimate, counted as such.
+ * scans' judgments), else the cost of the stats that started prefetch on the filesystem
+ * (probed_ns: a scan or walk of small directories, each done before a judgment, with a
+ * prefetched stat taken to wait for nothing), else there are none and it saved 0: nothing is
+ * claimed that was not measured.  Negative where the figures say prefetch cost the program time (a no_gain scan):
+ * an honest estimate, counted as such (the bound caps a gain only).
  *
  * policy_saved_walk_s(): a walk listed `listed_ahead` directories before its program did; each
  * saved the program's listing of a directory on its own (its own first listings, else the
  * daemon's first getdents) less its listing of one listed ahead (list.own_ns or list.first_ns,
- * list.ahead_ns).  Its `entries_used` prefetched entries in directories the program listed
- * count as stats with the filesystem's remembered figures (a walk's directories are never a
- * scan's: those are skipped as walked).  0 for what has no figures.
+ * list.ahead_ns), bounded by what the walk's listings waited (`lists`).  Its `entries_used`
+ * prefetched entries in directories the program listed count as stats with the filesystem's
+ * remembered figures, as a scan's without its own (a walk's directories are never a scan's:
+ * those are skipped as walked),
+ * bounded by what its requests waited (`waits`).  0 for what has no figures.
  */
+/* What a scan's or walk's requests waited: their count, the sum of their latencies, and the wall
+ * time with at least one of them in flight (busy_ns, the union of their intervals, taken in the
+ * order they complete).  policy_waits_add(): one request completed at done_ns after latency_ns. */
+struct pol_waits {
+	uint64_t n;
+	double lat_sum_ns, busy_ns;
+	uint64_t busy_end_ns;
+};
+void policy_waits_add(struct pol_waits *w, uint64_t done_ns, uint64_t latency_ns);
+/* Do the entries of a filesystem share their reads (inode blocks of a block device)? */
+bool policy_reads_shared(uint64_t magic, uint32_t dev_major);
+/* What the program could have waited for `used` of the requests in w, in seconds. */
+double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared);
 /* *measured (may be NULL): whether any figures stood behind the estimate. */
 double policy_saved_scan_s(const struct pol_fs *fs, double judged_before_ns,
-			   double judged_after_ns, uint64_t used, bool *measured);
+			   double judged_after_ns, uint64_t used, const struct pol_waits *waits,
+			   bool shared, bool *measured);
 double policy_saved_walk_s(const struct pol_fs *fs, uint64_t listed_ahead, uint64_t entries_used,
+			   const struct pol_waits *waits, const struct pol_waits *lists, bool shared,
 			   bool *measured);
 
 /*

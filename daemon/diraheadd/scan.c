@@ -78,6 +78,7 @@ struct scan {
 	bool budgeted;              /* a [budget] rule holds its filesystem */
 	bool budget_short;          /* ... and granted less than the window asked for */
 	uint64_t completed, failed; /* prefetch requests finished */
+	struct pol_waits waits;     /* ... what they waited (the time saved) */
 	uint64_t hits, misses, late, consecutive_misses;
 	uint64_t start_ns, last_ns;
 	struct judge j;             /* the cost model's view of it (judge.h) */
@@ -206,7 +207,7 @@ static bool book_saved(struct scan *s, double *saved)
 	struct pol_fs *fs = scan_fs(s);
 	bool measured;
 	*saved = policy_saved_scan_s(fs, s->judged_before_ns, s->judged_after_ns, s->hits + s->late,
-				     &measured);
+				     &s->waits, policy_reads_shared(s->magic, s->dev_major), &measured);
 	dd_stats_saved(s->mgr->st, fs, fsmagic_name(s->magic), *saved, measured, false);
 	return measured;
 }
@@ -222,11 +223,12 @@ static void log_end(struct scan *s, enum dd_end_reason why, double saved, bool m
 	snprintf(f_out, sizeof(f_out), "DIRAHEAD_OUTCOME=%s", dd_end_reason_names[why]);
 	log_fields(LOG_DEBUG, fields,
 		   "scan end: pid %u (%s) %s: %s, %llu prefetched, %llu errors, %llu hits, %llu misses, "
-		   "%.3f s, saved %s%.3f s",
+		   "%.3f s, saved %s%.3f s (its requests %.3f s, in flight %.3f s)",
 		   s->tgid, s->comm, s->path, dd_end_reason_names[why],
 		   (unsigned long long)s->completed, (unsigned long long)s->failed,
 		   (unsigned long long)s->hits, (unsigned long long)s->misses,
-		   (double)(mono_ns() - s->start_ns) / 1e9, measured ? "~" : "(unjudged) ", saved);
+		   (double)(mono_ns() - s->start_ns) / 1e9, measured ? "~" : "(unjudged) ", saved,
+		   s->waits.lat_sum_ns / 1e9, s->waits.busy_ns / 1e9);
 	struct dec_nums n = { .cost_ns = s->judged_before_ns, .with_ns = s->judged_after_ns,
 			      .min_gain = s->mgr->cfg.min_gain, .stats = s->stats_seen - s->stats0,
 			      .prefetched = s->completed, .hits = s->hits, .misses = s->misses,
@@ -1172,6 +1174,7 @@ static void scan_complete(const struct dirahead_completion *c)
 	struct scan *s = c->dir_data;
 	s->failed += c->error != 0;
 	s->completed++;
+	policy_waits_add(&s->waits, mono_ns(), c->latency_ns);
 }
 
 static void scan_fs_of(const void *dir_data, struct host_fs *fs)

@@ -73,6 +73,8 @@ struct walk {
 	/* for the time saved (policy_saved_walk_s): directories the program listed after the walk
 	 * had listed them whole, entries fetched in directories it listed */
 	uint64_t listed_ahead, entries_used;
+	struct pol_waits waits;     /* what its requests waited */
+	struct pol_waits lists;     /* what its listings of directories waited */
 	unsigned votes_readdir, votes_name;
 	/* List only (DIRAHEAD_DIR_LIST_ONLY): where the program's stats are fast or prefetching
 	 * them does not pay, but its listings wait on the filesystem (sshfs, readdirplus) */
@@ -255,13 +257,18 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 	detector_walker_clear(m->det, w->tgid);
 	/* the time it saved its program, booked once, here */
 	bool measured;
-	double saved = policy_saved_walk_s(walk_fs(w), w->listed_ahead, w->entries_used, &measured);
+	double saved = policy_saved_walk_s(walk_fs(w), w->listed_ahead, w->entries_used, &w->waits,
+					   &w->lists, policy_reads_shared(w->magic, w->dev_major),
+					   &measured);
 	dd_stats_saved(m->st, walk_fs(w), fsmagic_name(w->magic), saved, measured, true);
 	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
-		 "prefetched, %.3f s, saved %s%.3f s", w->tgid, w->comm, w->path,
-		 dd_end_reason_names[why], (unsigned long long)w->visited,
-		 (unsigned long long)w->entries, (double)(mono_ns() - w->start_ns) / 1e9,
-		 measured ? "~" : "(unjudged) ", saved);
+		  "prefetched, %.3f s, saved %s%.3f s (%llu listed ahead, %llu entries used; its "
+		  "requests %.3f s, in flight %.3f s, its listings in flight %.3f s)", w->tgid, w->comm,
+		  w->path, dd_end_reason_names[why], (unsigned long long)w->visited,
+		  (unsigned long long)w->entries, (double)(mono_ns() - w->start_ns) / 1e9,
+		  measured ? "~" : "(unjudged) ", saved, (unsigned long long)w->listed_ahead,
+		  (unsigned long long)w->entries_used, w->waits.lat_sum_ns / 1e9,
+		  w->waits.busy_ns / 1e9, w->lists.busy_ns / 1e9);
 	struct dec_nums dn = { .cost_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.own_ns : -1,
 			       .with_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.ahead_ns : -1,
 			       .stats = w->visited, .prefetched = w->entries,
@@ -463,6 +470,7 @@ static void walk_on_complete(const struct dirahead_completion *c)
 	struct walk *w = n->w;
 	struct walk_mgr *m = w->mgr;
 	n->completed++;
+	policy_waits_add(&w->waits, mono_ns(), c->latency_ns);
 	if (!c->error) {
 		w->entries++;
 		if (n->ahead)
@@ -574,6 +582,8 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 		log_debug("walk of pid %u: %s: %s", w->tgid, n->name, strerror(error));
 	}
 	release_hold(n);
+	if (!error && n != w->root && info.list_ns) /* what the program's listing would wait */
+		policy_waits_add(&w->lists, mono_ns(), info.list_ns);
 	/* listed only, ahead: its entries may be fetched still, if its depth is judged to pay */
 	if (!error && n->lo && n->ahead && w->rejudge && n->parent && n->parent->hold &&
 	    w->life == WALK_WALKING) {
