@@ -148,20 +148,6 @@ static bool fs_is(const struct pol_fs *f, uint32_t maj, uint32_t min, uint64_t m
 	return f->dev_major == maj && f->dev_minor == min && f->magic == magic;
 }
 
-/*
- * Is mount id a older than b, so that an event of a no longer current mount of a device (a
- * request of the last mount's walk that completes after the remount, a process still inside
- * it) must not start the device's entry afresh?  Only unique mount ids (Linux 6.8+, from 2^31
- * up, never reused) are ordered; reusable ones (older kernels) are not: any other one is new.
- * Found so: a bench's remounted slowfs flipped between the last mount and the new one a dozen
- * times a run, each flip forgetting the verdict and the figures of the time saved.
- */
-#define UNIQUE_MNT_ID_MIN (1ull << 31)
-static bool older_mount(uint64_t a, uint64_t b)
-{
-	return a >= UNIQUE_MNT_ID_MIN && b >= UNIQUE_MNT_ID_MIN && b != POL_MNT_ADOPT && a < b;
-}
-
 struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 			       uint64_t magic, uint64_t mnt_id, uint64_t now)
 {
@@ -169,14 +155,8 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 	for (i = 0; i < p->n; i++) {
 		struct pol_fs *f = &p->fs[i];
 		if (f->dev_major == dev_major && f->dev_minor == dev_minor) {
-			if (f->magic != magic)
-				break; /* another filesystem got the device number */
-			if (older_mount(mnt_id, f->mnt_id)) {
-				f->last_ns = now; /* a late event of a mount this one replaced */
-				return f;
-			}
-			if (f->mnt_id != mnt_id && f->mnt_id != POL_MNT_ADOPT)
-				break; /* a new mount got the device number */
+			if (f->magic != magic || (f->mnt_id != mnt_id && f->mnt_id != POL_MNT_ADOPT))
+				break; /* another filesystem, or a new mount, got the device number */
 			f->mnt_id = mnt_id; /* a memory restored for the device: its mount takes it */
 			f->last_ns = now;
 			return f;

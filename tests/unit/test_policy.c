@@ -364,38 +364,6 @@ static void test_same_dev_other_magic(void **state)
 	assert_int_equal(list(p).n, 3);
 }
 
-/* Unique mount ids (Linux 6.8+, from 2^31 up, never reused): a late event of the mount a remount
- * replaced (a request of its walk completing, a process still inside it) uses the device's
- * entry as it is; it must not start it afresh.  A bench remounting slowfs before each run saw
- * the entry flip between the old mount and the new one a dozen times a run, each flip losing
- * the verdict and the figures of the time saved (walks then claimed nothing: 0.03 s for 1.9 s). */
-static void test_older_mount_keeps(void **state)
-{
-	struct policy *p = *state;
-	const uint64_t old = (1ull << 31) + 100, cur = old + 1;
-	struct pol_fs *fs = policy_fs_mount(p, 0, 42, FUSE, old, T0);
-	fs = policy_fs_mount(p, 0, 42, FUSE, cur, T0 + 1); /* the remount: afresh */
-	assert_int_equal(fs->mnt_id, cur);
-	assert_true(judge_gain(p, fs, 0, T0 + 1));
-	assert_true(fs->after_ns > 0);
-	fs = policy_fs_mount(p, 0, 42, FUSE, old, T0 + 2); /* a straggler of the last mount */
-	assert_int_equal(fs->mnt_id, cur);
-	assert_int_equal(fs->verdict, POL_PAYS);
-	assert_true(fs->after_ns > 0);
-	fs = policy_fs_mount(p, 0, 42, FUSE, cur, T0 + 3);
-	assert_int_equal(fs->verdict, POL_PAYS);
-	/* a newer mount still starts afresh */
-	fs = policy_fs_mount(p, 0, 42, FUSE, cur + 1, T0 + 4);
-	assert_int_equal(fs->verdict, POL_UNKNOWN);
-	assert_int_equal(fs->mnt_id, cur + 1);
-	/* reusable ids (older kernels) are not ordered: any other one is a new mount */
-	fs = policy_fs_mount(p, 0, 43, FUSE, 9, T0 + 5);
-	assert_true(judge_gain(p, fs, 0, T0 + 5));
-	fs = policy_fs_mount(p, 0, 43, FUSE, 8, T0 + 6);
-	assert_int_equal(fs->verdict, POL_UNKNOWN);
-	assert_int_equal(list(p).n, 2);
-}
-
 /* A reload: the new knobs apply at once, what was learned stays; a smaller max_filesystems
  * keeps the most recently used. */
 static void test_reconfigure(void **state)
@@ -816,7 +784,6 @@ int main(void)
 		T(test_depth_clamps),
 		T(test_lru),
 		T(test_same_dev_other_magic),
-		T(test_older_mount_keeps),
 		T(test_reconfigure),
 		T(test_sample_of),
 		T(test_cost_between),
