@@ -196,9 +196,9 @@ static bool pending(sd_event_source *s)
  * At the default level (info) no line per scan: those name directories and are at debug.
  * Instead, while scans happen, one line every log_summary_s with what they added up to.  Armed
  * by activity (a batch of BPF events) and re-armed only while there is more to tell, so an idle
- * daemon does not wake up for it.
+ * daemon does not wake up for it.  summary_emit: the line of the period since summary_since, if
+ * the counters moved (true if they did).
  */
-/* The summary line of the period since summary_since, if the counters moved; true if they did. */
 static bool summary_emit(struct daemon *d, uint64_t now_usec)
 {
 	char line[768];
