@@ -171,7 +171,8 @@ static struct judge_verdict control(struct judge *j, const struct judge_who *w,
 	j->control = JUDGE_CTL_DONE;
 	v.reset_misses = true;
 	v.step = JUDGE_STEP_PROGRESS;
-	bool ok = policy_judge(w->pol, fs_of(w), &before, &j->ctl_after, j->ctl_late, w->now_ns);
+	bool ok = policy_judge(w->pol, fs_of(w), &before, &j->ctl_after, j->ctl_late, false,
+			       w->now_ns);
 	judged(&v, w, &before, &j->ctl_after, ok, "without prefetch (control)");
 	j->before = before;
 	j->judged = true;
@@ -238,7 +239,7 @@ struct judge_verdict judge_payoff(struct judge *j, const struct judge_who *w,
 		return wait;
 	}
 	struct judge_verdict v = wait;
-	bool ok = policy_judge(w->pol, fs, &before, &after, late, w->now_ns);
+	bool ok = policy_judge(w->pol, fs, &before, &after, late, n < need, w->now_ns);
 	judged(&v, w, &before, &after, ok, "before");
 	j->judged = true;
 	j->judge_from = now;

@@ -292,7 +292,7 @@ void policy_judged_costs(const struct pol_cost *before, const struct pol_cost *a
 }
 
 bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
-		  const struct pol_cost *after, double late_frac, uint64_t now)
+		  const struct pol_cost *after, double late_frac, bool short_stretch, uint64_t now)
 {
 	/* The program's time per stat, everything it waits for included: prefetch may make its
 	 * stats cheap and still slow it down (its CPU taken by our workers on a small machine, its
@@ -326,6 +326,13 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 		}
 		fs->depth = depth < min ? min : depth > max ? max : depth;
 		return true;
+	}
+	/* A scan's last few stats (a small directory's, fewer than gain_stats) end that scan only:
+	 * so short a stretch is noise on a busy machine, and a filesystem's no_gain stops every
+	 * scan and walk on it for reprobe_s. */
+	if (short_stretch) {
+		fs->no_gain++;
+		return false;
 	}
 	/* One stretch against a filesystem where prefetch paid ends that scan only: a program whose
 	 * time goes elsewhere (walking below, computing) shows no gain anywhere.  A second in a

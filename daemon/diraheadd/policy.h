@@ -135,10 +135,11 @@ unsigned policy_depth(const struct policy *p, const struct pol_fs *fs);
  * The pay-off rule, for a stretch of gain_stats stats while prefetching: before and after are
  * the program's costs without and with prefetch; late_frac is the share of its stats that found
  * their entry still in flight.  Returns true if prefetch pays (go on), false for no_gain (end).
- * Updates the verdict and the depth.
+ * Updates the verdict and the depth; a short_stretch (a scan's last, fewer than gain_stats
+ * stats) that shows no gain ends its scan only and leaves the verdict as it was.
  */
 bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
-		  const struct pol_cost *after, double late_frac, uint64_t now);
+		  const struct pol_cost *after, double late_frac, bool short_stretch, uint64_t now);
 /* The program's time per stat before and with prefetch that policy_judge() compares: progress
  * rates where both are known, else timed durations; < 0: unknown. */
 void policy_judged_costs(const struct pol_cost *before, const struct pol_cost *after, double *b,

@@ -99,7 +99,7 @@ static struct policy *judged_policy(void)
 	assert_int_equal(policy_on_scan(p, s, &b, T0), POL_PROBE);
 	assert_int_equal(policy_after_probe(p, s, &b, T0), POL_START);
 	policy_account_cpu(p, s, 40 * 1000 * 256, 256);
-	assert_true(policy_judge(p, s, &b, &a, 0.5, T0));
+	assert_true(policy_judge(p, s, &b, &a, 0.5, false, T0));
 	struct pol_fs *e = policy_fs_mount(p, 254, 0, EXT4, 12, T0);
 	assert_int_equal(policy_on_scan(p, e, &fast, T0), POL_PROBE);
 	assert_int_equal(policy_after_probe(p, e, &fast, T0), POL_SKIP_FAST);

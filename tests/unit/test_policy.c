@@ -53,13 +53,13 @@ static int teardown(void **state)
 static bool judge_gain(struct policy *p, struct pol_fs *fs, double late, uint64_t now)
 {
 	struct pol_cost b = gap(100000), a = gap(10000);
-	return policy_judge(p, fs, &b, &a, late, now);
+	return policy_judge(p, fs, &b, &a, late, false, now);
 }
 
 static bool judge_no_gain(struct policy *p, struct pol_fs *fs, uint64_t now)
 {
 	struct pol_cost b = gap(10000), a = gap(9000); /* 1.11x < min_gain 1.3 */
-	return policy_judge(p, fs, &b, &a, 0, now);
+	return policy_judge(p, fs, &b, &a, 0, false, now);
 }
 
 static void test_knobs(void **state)
@@ -181,7 +181,7 @@ static void test_depth_late_or_not_bound(void **state)
 	struct pol_fs *g = policy_fs(p, 8, 2, EXT4, T0);
 	policy_account_latency(g, 100000);
 	struct pol_cost b = gap(1000000), a = gap(100000);
-	assert_true(policy_judge(p, g, &b, &a, 0, T0));
+	assert_true(policy_judge(p, g, &b, &a, 0, false, T0));
 	assert_int_equal(g->depth, 32);
 	assert_int_equal(g->verdict, POL_PAYS);
 }
@@ -545,17 +545,45 @@ static void test_judge_timed_before(void **state)
 	struct policy *p = *state;
 	struct pol_fs *fs = policy_fs(p, 8, 1, 0x58465342, T0);
 	struct pol_cost b = { .lat_ns = 1500, .gap_ns = 17000 }, a = { .lat_ns = 1000, .gap_ns = 4000 };
-	assert_false(policy_judge(p, fs, &b, &a, 0, T0));
+	assert_false(policy_judge(p, fs, &b, &a, 0, false, T0));
 	assert_int_equal(fs->verdict, POL_NO_GAIN);
 	/* untimed after: the rate alone decides (17 vs 4: pays) */
 	struct pol_fs *g = policy_fs(p, 8, 2, 0x58465342, T0);
 	struct pol_cost a2 = gap(4000);
-	assert_true(policy_judge(p, g, &b, &a2, 0, T0));
+	assert_true(policy_judge(p, g, &b, &a2, 0, false, T0));
 	/* slowfs: 250 us apart, 200 us a stat, then 30 us apart with 5 us stats: pays */
 	struct pol_fs *h = policy_fs(p, 0, 40, 0x65735546, T0);
 	struct pol_cost sb = { .lat_ns = 200000, .gap_ns = 250000 }, sa = { .lat_ns = 5000, .gap_ns = 30000 };
-	assert_true(policy_judge(p, h, &sb, &sa, 0, T0));
+	assert_true(policy_judge(p, h, &sb, &sa, 0, false, T0));
 	assert_int_equal(h->verdict, POL_PAYS);
+}
+
+/* A scan's short last stretch (a 40-entry directory judged on its final 29 stats, 234 us before
+ * and 193 us with prefetch on a busy machine) ends that scan: it must not make the filesystem
+ * no_gain, which would end the walk it belongs to and skip every scan for reprobe_s.  A full
+ * stretch with the same figures does. */
+static void test_judge_short_stretch(void **state)
+{
+	struct policy *p = *state;
+	struct pol_fs *fs = policy_fs(p, 0, 40, 0x65735546, T0);
+	struct pol_cost b = gap(234000), a = gap(193000);
+	unsigned depth = policy_depth(p, fs);
+	assert_false(policy_judge(p, fs, &b, &a, 0, true, T0));
+	assert_int_equal(fs->verdict, POL_UNKNOWN);
+	assert_int_equal(policy_depth(p, fs), depth);
+	assert_int_equal(policy_on_scan(p, fs, &b, T0 + SEC), POL_PROBE);
+	/* twice in a row is still no verdict; a gain on a short stretch is one */
+	assert_false(policy_judge(p, fs, &b, &a, 0, true, T0 + SEC));
+	assert_int_equal(fs->verdict, POL_UNKNOWN);
+	struct pol_cost fast = gap(20000);
+	assert_true(policy_judge(p, fs, &b, &fast, 0, true, T0 + 2 * SEC));
+	assert_int_equal(fs->verdict, POL_PAYS);
+	assert_false(policy_judge(p, fs, &b, &a, 0, true, T0 + 3 * SEC));
+	assert_int_equal(fs->verdict, POL_PAYS);
+	/* the same figures over a full stretch: the filesystem's verdict (after the one doubt) */
+	assert_false(policy_judge(p, fs, &b, &a, 0, false, T0 + 4 * SEC));
+	assert_false(policy_judge(p, fs, &b, &a, 0, false, T0 + 5 * SEC));
+	assert_int_equal(fs->verdict, POL_NO_GAIN);
 }
 
 /* Tree-ahead's listings: a daemon listing that waits for nothing (wall < 2x CPU, after 4, not
@@ -690,7 +718,7 @@ static void test_blocked_backoff(void **state)
 	/* this time the re-judgment finds that prefetch pays: no backoff any more */
 	assert_true(policy_blocked(p, 8, 7, EXT4, t + 641 * SEC));
 	struct pol_cost before = gap(900000), after = gap(100000);
-	assert_true(policy_judge(p, fs, &before, &after, 0, t + 642 * SEC));
+	assert_true(policy_judge(p, fs, &before, &after, 0, false, t + 642 * SEC));
 	assert_int_equal(fs->fast_backoff, 0);
 	assert_int_equal(fs->rejudge_after_ns, 0);
 }
@@ -790,6 +818,7 @@ int main(void)
 		T(test_account_cpu),
 		T(test_account_cpu_one_off),
 		T(test_judge_timed_before),
+		T(test_judge_short_stretch),
 		T(test_list_fast),
 		T(test_list_judge),
 	};
