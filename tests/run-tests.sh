@@ -4,7 +4,7 @@
 # Runs every test: the cmocka unit binaries (build/tests/unit/test_*), the static checks of the
 # code (tests/lint/*.sh) and the integration scripts (tests/integration/*.sh, tests/bpf/*.sh,
 # tests/security/*.sh: one attack each).  Exit status 77 means SKIP.  Logs go to
-# build/test-logs/.  Ends with one line "N passed, N failed, N skipped".
+# build/test-logs/ (NAME.log; NAME.diraheadd.log, the daemon's, when NAME failed).  Ends with one line "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh [SUBSTRING...]   (only tests whose name contains one of them)
 # Under CI (CI set) a skip counts as a failure: CI runs as root and nothing may skip there.
 set -u
@@ -31,6 +31,7 @@ failed_names=()
 for t in "${tests[@]}"; do
 	name=$(basename "$t" .sh)
 	log="$LOGS/$name.log"
+	rm -f "$LOGS/$name.diraheadd.log" # (a failing test's daemon log: tests/lib/daemon.sh)
 	start=$(date +%s%N)
 	timeout -k 10 "$TIMEOUT" "$t" >"$log" 2>&1 </dev/null
 	rc=$?
@@ -44,6 +45,10 @@ for t in "${tests[@]}"; do
 		failed=$((failed + 1)); failed_names+=("$name")
 		[ $rc -eq 124 ] && echo "FAIL $name (timed out after ${TIMEOUT}s)" || echo "FAIL $name (exit $rc)"
 		tail -n 25 "$log" | sed 's/^/    | /'
+		if [ -f "$LOGS/$name.diraheadd.log" ]; then
+			echo "    diraheadd's log ends:"
+			tail -n 40 "$LOGS/$name.diraheadd.log" | sed 's/^/    | /'
+		fi
 	fi
 done
 

@@ -41,9 +41,12 @@ daemon_kill() {
 	kill -KILL "$DAEMON_PID" 2>/dev/null
 	wait "$DAEMON_PID" 2>/dev/null
 	DAEMON_PID=
-	echo "--- diraheadd log"; tail -n 40 "$DAEMON_LOG"
-	# KEEP_LOGS=1 tests/run-tests.sh NAME: the whole log, for a look after a failure
-	if [ -n "${KEEP_LOGS:-}" ]; then cp "$DAEMON_LOG" "$BUILD/test-logs/$TEST_NAME.diraheadd.log"; fi
+	# The whole log beside the test's when the test failed (run-tests.sh shows its tail; the
+	# cleanups' own output is discarded) or with KEEP_LOGS=1.
+	if [ -n "${KEEP_LOGS:-}" ] || [ "${TEST_RC:-0}" != 0 ]; then
+		mkdir -p "$BUILD/test-logs"
+		cp "$DAEMON_LOG" "$BUILD/test-logs/$TEST_NAME.diraheadd.log"
+	fi
 }
 
 daemon_stop() {

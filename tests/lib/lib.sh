@@ -19,6 +19,7 @@ _run_cleanups() {
 	# a name no cleanup function uses: bash variables are dynamically scoped
 	local rc=$? _cleanup_i
 	set +e
+	TEST_RC=$rc # (cleanups that keep evidence of a failure read it)
 	for ((_cleanup_i = ${#_cleanups[@]} - 1; _cleanup_i >= 0; _cleanup_i--)); do
 		eval "${_cleanups[$_cleanup_i]}" >/dev/null 2>&1
 	done
