@@ -173,6 +173,10 @@ $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd
 # ... and so does the time saved estimate's.
 $(BUILD)/tests/unit/test_saved: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_saved: CFLAGS += -Idaemon/diraheadd
+# The pay-off rule and its control stretch, over the cost model (judge.o logs at debug).
+$(BUILD)/tests/unit/test_judge: $(addprefix $(BUILD)/daemon/diraheadd/,judge.o policy.o fsknow.o log.o)
+$(BUILD)/tests/unit/test_judge: CFLAGS += -Idaemon/diraheadd
+$(BUILD)/tests/unit/test_judge: LIB_DEPS += $(SD_LIBS)
 # Arming's decisions (arm.h) and the verdicts they read.
 $(BUILD)/tests/unit/test_arm: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_arm: CFLAGS += -Idaemon/diraheadd

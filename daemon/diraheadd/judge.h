@@ -4,8 +4,9 @@
  * clock-injected).  The start rule at the SCAN event, the probe (its stats timed or its
  * progress rate, before anything is fetched), and the pay-off rule while prefetching (the
  * program's stats with prefetch against without, with a control stretch without prefetch where
- * a first gain is modest).  Each returns a verdict; scan.c acts on it (starts, drops, ends the
- * scan, asks BPF for events, attaches timing, sets the engine's depth).  struct judge is a
+ * a first gain is modest, and the stretch after the control judged against it where the
+ * control came out cheaper).  Each returns a verdict; scan.c acts on it (starts, drops, ends
+ * the scan, asks BPF for events, attaches timing, sets the engine's depth).  struct judge is a
  * scan's judgment state, kept in the scan and changed only here.
  */
 #ifndef DIRAHEAD_JUDGE_H
@@ -39,6 +40,10 @@ struct judge {
 	struct pol_sample ctl_from; /* the control stretch began here (JUDGE_CTL_MEASURE) */
 	struct pol_cost ctl_after;  /* the stretch with prefetch it is compared with */
 	double ctl_late;
+	/* the control showed no gain over the stretch before it: the stretch after it is judged
+	 * against the control instead (before holds it) */
+	bool ctl_recheck;
+	uint64_t recheck_pos;       /* ... from where the window is a depth ahead again (0: is) */
 };
 
 /* Who is judged: the cost model, the scan's filesystem (looked up when needed), for the log. */

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
+/*
+ * The pay-off rule (daemon/diraheadd/judge.c) over the cost model, driven with the PROGRESS
+ * events a scan would get: its control stretch, and the stretch after the control where the
+ * control came out cheaper than the stretch with prefetch before it (stats that get cheaper as
+ * a scan goes on: a cold xfs directory, whose inode clusters serve many entries each).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "judge.h"
+
+#define SEC 1000000000ull
+#define T0 (1000 * SEC)
+#define US 1000ull
+#define XFS 0x58465342ull
+
+struct fixture {
+	struct policy *pol;
+	struct pol_fs *fs;
+	struct judge j;
+	struct judge_who who;
+	struct judge_scan scan;
+	uint64_t stats, t; /* the program's stats so far, and when its last one was */
+};
+
+static struct pol_fs *fs_of(const void *ctx)
+{
+	return ((const struct fixture *)ctx)->fs;
+}
+
+static int setup(void **state)
+{
+	struct dd_config c = {
+		.depth_per_scan = 64, .depth_total = 128, .policy_enabled = true, .probe_stats = 8,
+		.start_factor = 4.0, .entry_cost_us = 10, .gain_stats = 64, .min_gain = 1.3,
+		.reprobe_s = 60, .mute_ms = 2000, .depth_min = 4, .max_filesystems = 256,
+	};
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	f->pol = policy_new(&c);
+	assert_non_null(f->pol);
+	f->fs = policy_fs(f->pol, 7, 1, XFS, T0);
+	f->who = (struct judge_who){ .pol = f->pol, .fs = fs_of, .ctx = f, .path = "/d", .tgid = 1,
+				     .now_ns = T0 };
+	f->scan = (struct judge_scan){ .room = true, .depth = 64, .min_gain = 1.3 };
+	f->t = T0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	policy_free(f->pol);
+	free(f);
+	return 0;
+}
+
+/* N more stats of the program, each GAP_US after the last, then its PROGRESS event. */
+static struct judge_verdict stats(struct fixture *f, unsigned n, uint64_t gap_us)
+{
+	f->stats += n;
+	f->t += n * gap_us * US;
+	f->scan.app_pos = f->stats;
+	if (f->scan.limit < f->stats + 64 && !judge_holds(&f->j))
+		f->scan.limit = f->stats + 64; /* the window a depth ahead, unless held */
+	f->scan.completed = f->scan.limit;
+	struct dirahead_event ev = { .stats = f->stats, .stat_first_ns = T0, .stat_last_ns = f->t };
+	f->who.now_ns = f->t;
+	return judge_payoff(&f->j, &f->who, &ev, &f->scan);
+}
+
+/* A probe at 560 us a stat (a cold xfs `ls -l`'s first stats), a first stretch with prefetch at
+ * 210 us (a modest gain: a control first), then the control: CONTROL_US a stat on its own. */
+static void to_control(struct fixture *f, uint64_t control_us)
+{
+	f->stats = 8;
+	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 560 * US, .gap_n = 8 };
+	assert_int_equal(stats(f, 1, 560).act, JUDGE_WAIT); /* opens the stretch */
+	assert_true(f->j.judging);
+	assert_int_equal(stats(f, 64, 210).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
+	while (f->j.control == JUDGE_CTL_WAIT) /* through what was fetched */
+		assert_int_equal(stats(f, 16, 20).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_MEASURE);
+	stats(f, JUDGE_CONTROL_STATS, control_us);
+	assert_int_equal(f->j.control, JUDGE_CTL_DONE);
+}
+
+/* The control at 31 us against 210 us with prefetch before it: no verdict yet, the filesystem's
+ * verdict untouched; the stretch after it, once the window is ahead again, at 20 us against the
+ * control's 31: pays. */
+static void test_recheck_pays(void **state)
+{
+	struct fixture *f = *state;
+	to_control(f, 31);
+	assert_true(f->j.ctl_recheck);
+	assert_int_equal(f->fs->verdict, POL_UNKNOWN);
+	assert_int_equal(stats(f, 32, 200).act, JUDGE_WAIT); /* the window getting ahead: not judged */
+	assert_int_equal(stats(f, 40, 200).act, JUDGE_WAIT);
+	assert_int_equal(f->fs->verdict, POL_UNKNOWN);
+	assert_int_equal(stats(f, 64, 20).act, JUDGE_WAIT);
+	assert_int_equal(f->fs->verdict, POL_PAYS);
+	assert_false(f->j.ctl_recheck);
+}
+
+/* The same, with the stretch after the control no cheaper than it: no gain. */
+static void test_recheck_no_gain(void **state)
+{
+	struct fixture *f = *state;
+	to_control(f, 31);
+	stats(f, 72, 31);
+	assert_int_equal(stats(f, 64, 30).act, JUDGE_NO_GAIN);
+	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
+}
+
+/* A control dearer than the stretch with prefetch (by min_gain) decides at once: pays. */
+static void test_control_pays(void **state)
+{
+	struct fixture *f = *state;
+	to_control(f, 400);
+	assert_false(f->j.ctl_recheck);
+	assert_int_equal(f->fs->verdict, POL_PAYS);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_recheck_pays),
+		T(test_recheck_no_gain),
+		T(test_control_pays),
+	};
+	return cmocka_run_group_tests_name("judge", tests, NULL, NULL);
+}
