@@ -15,7 +15,7 @@
  * an io_uring/io-wq worker (no syscall of its own in its registers) -> return; the syscall
  * number from bpf_task_pt_regs(prev) not a metadata call -> return.  Only then map work: the
  * daemon excluded, one LRU hash entry per process that rate-limits its signals to one per
- * `rate_ns`, and one ring-buffer record with the filesystem the call names where that is cheap
+ * `rate_ns` (and one listing per `rate_ns`), and one ring-buffer record with the filesystem the call names where that is cheap
  * (the dirfd's or the cwd's superblock).
  *
  * In sched_switch `prev` is still the current task, so its user memory (a path's first byte,
@@ -56,8 +56,12 @@ __u64 rate_ns = 200000000ull;	/* one signal per process per this */
 __u32 lazy;		/* 1: the daemon is armed and polls; records need not wake it */
 
 struct rate {
-	__u64 last_ns;	/* last signal sent for this process */
+	__u64 last_ns;	/* last signal sent for this process (a listing's: last_list_ns) */
 	__u64 blocked;	/* blocked metadata calls seen */
+	/* listings have their own: where lookups serialize, the daemon arms only for a process
+	 * that blocks listing a second directory (arm.h), and a walker's stats would take every
+	 * slot (a hundred stats for each getdents64) */
+	__u64 last_list_ns;
 };
 
 struct {
@@ -209,14 +213,18 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 	now = bpf_ktime_get_ns();
 	r = bpf_map_lookup_elem(&sentinel_rate, &tgid);
 	if (r) {
+		__u64 *last = call == DIRAHEAD_SENT_GETDENTS ? &r->last_list_ns : &r->last_ns;
 		__sync_fetch_and_add(&r->blocked, 1);
-		if (now - r->last_ns < rate_ns) {
+		if (now - *last < rate_ns) {
 			count(DIRAHEAD_SENT_CNT_RATE_LIMITED);
 			return 0;
 		}
-		r->last_ns = now;
+		*last = now;
 	} else {
-		nr_rate.last_ns = now;
+		if (call == DIRAHEAD_SENT_GETDENTS)
+			nr_rate.last_list_ns = now;
+		else
+			nr_rate.last_ns = now;
 		nr_rate.blocked = 1;
 		bpf_map_update_elem(&sentinel_rate, &tgid, &nr_rate, BPF_ANY);
 		r = &nr_rate;

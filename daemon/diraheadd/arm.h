@@ -4,7 +4,8 @@
  * while metadata calls block ([detect] arm = on-block).  The sentinel (sentinel.h) reports a
  * blocked stat, getdents64 or open of a directory; a report from a filesystem where the cost
  * model would start prefetching (arm_decide) attaches the hooks; they are detached once no
- * report came for [detect] quiet_s and no scan or walk is running (arm_quiet).  Arming takes at
+ * report came for [detect] quiet_s and no scan or walk is running (arm_quiet); where lookups
+ * serialize, only a process that blocks listing a second directory arms (arm_one_dir).  Arming takes at
  * least quiet_s per cycle, which bounds the rate of attach/detach.  [detect] arm = always keeps
  * the hooks attached, as before, and the sentinel detached.
  */
@@ -24,6 +25,7 @@ struct arm;
 	X(KEPT, "kept")                     /* they were attached: it keeps them so for quiet_s */ \
 	X(IGNORED_VERDICT, "ignored_verdict")/* its filesystem's verdict is fast or no_gain, or hung */ \
 	X(IGNORED_FILTER, "ignored_filter") /* a pseudo filesystem, or [filter] excludes it */     \
+	X(IGNORED_SERIAL, "ignored_serial") /* lookups serialize there, one directory listed */    \
 	X(FAILED, "attach_failed")          /* attaching failed (counted, retried on the next) */
 
 #define X_ENUM(e, s) ARM_SIG_##e,
@@ -45,14 +47,29 @@ struct arm_stats {
 };
 
 /* Pure decisions (tests/unit/test_arm.c).  A signal: armed already, the filesystem's verdict
- * (POL_ARM_YES when not known), whether filters exclude it. */
-static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered)
+ * (POL_ARM_YES when not known), whether filters exclude it, whether it waits for a second
+ * directory (arm_one_dir). */
+static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool filtered,
+					 bool one_dir)
 {
 	if (filtered)
 		return ARM_SIG_IGNORED_FILTER;
 	if (verdict != POL_ARM_YES)
 		return ARM_SIG_IGNORED_VERDICT;
+	if (one_dir)
+		return ARM_SIG_IGNORED_SERIAL;
 	return armed ? ARM_SIG_KEPT : ARM_SIG_ARMED;
+}
+
+/* Where lookups in one directory serialize (fsknow.h: FUSE without parallel dirops, as sshfs)
+ * the daemon sends no lookup into a directory a program stats; only listing ahead of a walker
+ * can help, and attached hooks cost every syscall on the machine (8% of a flat `ls -l` on
+ * sshfs).  So there a process arms them only once it blocks listing (getdents64) another
+ * directory than the one it last blocked listing (last_ino, 0: none): a walker, not one
+ * `ls -l`.  A blocked stat or open there never arms. */
+static inline bool arm_one_dir(bool serial, bool getdents, uint64_t last_ino, uint64_t ino)
+{
+	return serial && !(getdents && last_ino && last_ino != ino);
 }
 
 /* Disarm now?  No signal that armed or kept for quiet_ns since last_ns, and no scan or walk

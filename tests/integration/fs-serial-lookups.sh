@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
 # First contact with a FUSE filesystem that serializes lookups in a directory (no
-# FUSE_PARALLEL_DIROPS, as sshfs): the detector reads that from the FUSE connection, and the
-# daemon sends no lookup into the directory `ls -l` stats (skips.serial_lookups); `ls -l` looks
-# its entries up itself, as without the daemon.  A walk there still lists ahead (list only).
+# FUSE_PARALLEL_DIROPS, as sshfs): the sentinel reads that from the FUSE connection, and a cold
+# `ls -l` there does not even arm the syscall hooks (sentinel_signals.ignored_serial); with the
+# hooks attached ([detect] arm = always) the daemon sends no lookup into the directory `ls -l`
+# stats (skips.serial_lookups).  Either way `ls -l` looks its entries up itself, as without the
+# daemon.  A walk there still arms (it blocks listing a second directory) and lists ahead.
 # Controls: on a slowfs that negotiates parallel dirops the daemon still prefetches (ls -l sends
 # under 10% of the lookups itself); on one whose listing brings the attributes (readdirplus),
 # ls -l waits for nothing and the daemon sends (almost) nothing.  A run of stats by path (no
@@ -18,13 +20,21 @@ need_cmd find python3
 N=1000
 make_files "$T/back/flat" $N
 make_files "$T/back/bypath" $N
-for d in 1 2 3 4 5 6; do make_files "$T/back/tree/d$d" 100; done
+# a tree deep enough that find blocks listing a second directory (signals: one per 200 ms) and
+# a walk still follows
+NDIRS=16
+for ((d = 1; d <= NDIRS; d++)); do make_files "$T/back/tree/d$d" 100; done
+
+# The tools under names of their own: with arming on a blocked call, [filter] lets only them arm
+# (not whatever else on the machine blocks after a drop_caches).
+ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
+ln -s "$(realpath "$(command -v find)")" "$T/dra-find"
 
 # ls -l of DIR under the watch: prints "own others" (lookups by ls, by everyone else)
 ls_lookups() {
 	local pid
 	slowfs_ctl watch "$(basename "$1")" >/dev/null
-	ls -l "$1" >/dev/null &
+	"$T/dra-ls" -l "$1" >/dev/null &
 	pid=$!
 	wait $pid
 	local all own
@@ -33,11 +43,12 @@ ls_lookups() {
 	echo "$own $((all - own))"
 }
 
-daemon_start
-
-info "serial lookups: no lookups by the daemon into the directory ls -l stats"
 slowfs_mount "$T/back" "$T/serial" --no-parallel-dirops --latency-us 500
 assert_eq "$(slowfs_stat parallel_dirops)" 0 "slowfs negotiated no parallel dirops"
+
+info "serial lookups, hooks attached: no lookups by the daemon into the directory ls -l stats"
+printf '[metrics]\naddress =\n[detect]\narm = always\n' >"$DAEMON_CONF"
+daemon_start
 read -r own others < <(ls_lookups "$T/serial/flat")
 info "ls -l: $own lookups of its own, $others by others; $(daemon_stat skips.serial_lookups) serial_lookups skips"
 assert_ge "$(daemon_stat skips.serial_lookups)" 1 "scans skipped for serial lookups"
@@ -59,16 +70,29 @@ info "stats by path: $own lookups of its own, $((all - own)) by others; $(daemon
 assert_eq "$((all - own))" 0 "lookups by the daemon into the directory stat'ed by path"
 assert_ge "$own" $((N * 95 / 100)) "the run looks its names up itself"
 assert_eq "$(slowfs_stat "pid.$DAEMON_PID.lookup")" 0 "lookups by the daemon on the serial mount (run by path)"
+daemon_stop
 
-info "serial lookups: a walk still lists ahead"
+info "serial lookups, armed on a blocked call: a cold ls -l does not arm"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n' >"$DAEMON_CONF"
+daemon_start
+drop_caches
+read -r own others < <(ls_lookups "$T/serial/flat")
+info "ls -l: $own lookups of its own; arms $(daemon_stat arms), signals ignored_serial $(daemon_stat sentinel_signals.ignored_serial)"
+assert_ge "$(daemon_stat sentinel_signals.ignored_serial)" 1 "ls -l's blocked calls ignored for serial lookups"
+assert_eq "$(daemon_stat arms)" 0 "arms by a cold ls -l on the serial mount"
+assert_eq "$others" 0 "lookups by the daemon into the directory ls -l stats"
+
+info "serial lookups: a walk arms, and still lists ahead"
 slowfs_ctl reset >/dev/null
-find "$T/serial/tree" -ls >/dev/null &
+drop_caches
+"$T/dra-find" "$T/serial/tree" -ls >/dev/null &
 pid=$!
 wait $pid
 wait_for 10 eval '[ "$(daemon_stat walks_list_only)" -ge 1 ]'
-info "find: walks $(daemon_stat walks_started), list only $(daemon_stat walks_list_only); readdirs by find $(slowfs_stat pid.$pid.readdir), in all $(slowfs_stat total.readdir)"
-# listing ahead looks up only what may be a subdirectory: the 6 of tree/, no file
-assert_le "$(slowfs_stat "pid.$DAEMON_PID.lookup")" 12 "lookups by the daemon during the walk"
+info "find: arms $(daemon_stat arms), walks $(daemon_stat walks_started), list only $(daemon_stat walks_list_only); readdirs by find $(slowfs_stat pid.$pid.readdir), in all $(slowfs_stat total.readdir)"
+assert_ge "$(daemon_stat arms)" 1 "arms by find (blocked listing a second directory)"
+# listing ahead looks up only what may be a subdirectory: the tree's, no file
+assert_le "$(slowfs_stat "pid.$DAEMON_PID.lookup")" $((2 * NDIRS)) "lookups by the daemon during the walk"
 
 info "control: parallel dirops, the daemon prefetches"
 slowfs_mount "$T/back" "$T/par" --latency-us 500

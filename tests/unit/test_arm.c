@@ -30,13 +30,30 @@ static struct dd_config defaults(void)
 static void decide(void **state)
 {
 	(void)state;
-	assert_int_equal(arm_decide(false, POL_ARM_YES, false), ARM_SIG_ARMED);
-	assert_int_equal(arm_decide(true, POL_ARM_YES, false), ARM_SIG_KEPT);
-	assert_int_equal(arm_decide(false, POL_ARM_FAST, false), ARM_SIG_IGNORED_VERDICT);
-	assert_int_equal(arm_decide(false, POL_ARM_NO_GAIN, false), ARM_SIG_IGNORED_VERDICT);
-	assert_int_equal(arm_decide(true, POL_ARM_HUNG, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(false, POL_ARM_YES, false, false), ARM_SIG_ARMED);
+	assert_int_equal(arm_decide(true, POL_ARM_YES, false, false), ARM_SIG_KEPT);
+	assert_int_equal(arm_decide(false, POL_ARM_FAST, false, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(false, POL_ARM_NO_GAIN, false, false), ARM_SIG_IGNORED_VERDICT);
+	assert_int_equal(arm_decide(true, POL_ARM_HUNG, false, false), ARM_SIG_IGNORED_VERDICT);
 	/* filters first: an excluded program never arms, whatever its filesystem */
-	assert_int_equal(arm_decide(false, POL_ARM_YES, true), ARM_SIG_IGNORED_FILTER);
+	assert_int_equal(arm_decide(false, POL_ARM_YES, true, false), ARM_SIG_IGNORED_FILTER);
+	/* waiting for a second directory: ignored, armed or not; the verdict first */
+	assert_int_equal(arm_decide(false, POL_ARM_YES, false, true), ARM_SIG_IGNORED_SERIAL);
+	assert_int_equal(arm_decide(true, POL_ARM_YES, false, true), ARM_SIG_IGNORED_SERIAL);
+	assert_int_equal(arm_decide(false, POL_ARM_NO_GAIN, false, true), ARM_SIG_IGNORED_VERDICT);
+}
+
+/* Where lookups serialize, only a blocked listing of another directory than the process's last
+ * one arms: not a stat, not an open, not its first listing, not the same directory again (a
+ * flat `ls -l` of a big directory reads it in several getdents64 calls). */
+static void one_dir(void **state)
+{
+	(void)state;
+	assert_false(arm_one_dir(false, false, 0, 7)); /* lookups in parallel: any call */
+	assert_true(arm_one_dir(true, false, 5, 7));   /* a stat or an open */
+	assert_true(arm_one_dir(true, true, 0, 7));    /* its first listing */
+	assert_true(arm_one_dir(true, true, 7, 7));    /* the same directory */
+	assert_false(arm_one_dir(true, true, 5, 7));   /* a second directory: a walker */
 }
 
 static void quiet(void **state)
@@ -93,6 +110,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decide),
+		cmocka_unit_test(one_dir),
 		cmocka_unit_test(quiet),
 		cmocka_unit_test(verdicts),
 	};
