@@ -178,7 +178,8 @@ static struct judge_verdict control(struct judge *j, const struct judge_who *w,
 		 * read serves many entries (a cold xfs `ls -l` of 20,000 files on its own: 431 us a
 		 * stat over stats 8-72, 63 us by the 300th).  The stretch with prefetch came before
 		 * this control, at its dearer stage: judge the next one against the control, like
-		 * with like (it showed 2.5x the probe's gain there, the control 0.3x). */
+		 * with like (there prefetch had halved the program's cost; set against the control
+		 * it read as 0.3x). */
 		log_debug("scan of %s by pid %u: stats cost %.1f us without prefetch (control), "
 			  "%.1f us with prefetch before it: judged again on the next stretch",
 			  w->path, w->tgid, b / 1e3, a / 1e3);
