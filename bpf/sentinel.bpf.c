@@ -62,6 +62,11 @@ struct rate {
 	 * that blocks listing a second directory (arm.h), and a walker's stats would take every
 	 * slot (a hundred stats for each getdents64) */
 	__u64 last_list_ns;
+	/* the directory of its last signalled listing: a listing of another is a walker's
+	 * (DIRAHEAD_SENT_F_LISTED_OTHER); kept here, per process, where a flood of other
+	 * processes cannot push it out as it could a small table in the daemon */
+	__u64 list_ino;
+	__u32 list_major, list_minor;
 };
 
 struct {
@@ -183,6 +188,21 @@ static __always_inline void call_fs(struct task_struct *task, struct pt_regs *re
 		ev->fs = DIRAHEAD_SENT_FS_FD;
 }
 
+/* A signalled listing: another directory than the process's last one?  (A new process's entry
+ * is the stack copy already inserted: written back by its key.) */
+static __always_inline void note_listing(struct rate *r, __u32 *new_key,
+					 struct dirahead_sentinel_event *ev)
+{
+	if (r->list_ino && (r->list_ino != ev->ino || r->list_major != ev->dev_major ||
+			    r->list_minor != ev->dev_minor))
+		ev->flags |= DIRAHEAD_SENT_F_LISTED_OTHER;
+	r->list_ino = ev->ino;
+	r->list_major = ev->dev_major;
+	r->list_minor = ev->dev_minor;
+	if (new_key)
+		bpf_map_update_elem(&sentinel_rate, new_key, r, BPF_ANY);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -244,6 +264,8 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 	ev->ts_ns = now;
 	__builtin_memcpy(ev->comm, prev->comm, sizeof(ev->comm));
 	call_fs(prev, regs, nr, call, ev);
+	if (call == DIRAHEAD_SENT_GETDENTS && ev->fs != DIRAHEAD_SENT_FS_UNKNOWN)
+		note_listing(r, r == &nr_rate ? &tgid : NULL, ev);
 	count(DIRAHEAD_SENT_CNT_SIGNALS);
 	/* armed: the daemon polls and only needs to know that calls still block */
 	bpf_ringbuf_submit(ev, lazy ? BPF_RB_NO_WAKEUP : 0);

@@ -43,8 +43,11 @@ struct dirahead_sentinel_event {
 	__u64 ts_ns;       /* bpf_ktime_get_ns() */
 	char comm[16];
 	__u32 fsinfo;      /* DIRAHEAD_FSI_* (dirahead_event.h) of that filesystem, when fs != UNKNOWN */
-	__u32 pad;
+	__u32 flags;       /* DIRAHEAD_SENT_F_* */
 };
+
+/* A getdents64 of another directory (or filesystem) than the process's last signalled one. */
+#define DIRAHEAD_SENT_F_LISTED_OTHER 1u
 
 /* Per-CPU counters in the array map `sentinel_counters`. */
 enum dirahead_sentinel_counter {

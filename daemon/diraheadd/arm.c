@@ -28,8 +28,6 @@
 /* One signal per process per this: a program blocked over and over (a hung FUSE server, a slow
  * disk) costs the daemon a few records a second at most. */
 #define SENTINEL_RATE_MS 200
-/* Processes whose last blocked listing on a serializing filesystem is remembered. */
-#define ARM_LISTERS 32
 
 #define X_NAME(e, s) [ARM_SIG_##e] = s,
 const char *const arm_signal_names[ARM_SIG_MAX] = { ARM_SIGNALS(X_NAME) };
@@ -46,12 +44,6 @@ struct arm {
 	uint64_t sig[ARM_SIG_MAX];
 	void (*on_quiet)(void *ctx);
 	void *quiet_ctx;
-	/* the directories processes last blocked listing on filesystems where lookups serialize
-	 * (arm_one_dir): a few, the oldest replaced */
-	struct lister {
-		uint32_t tgid, dev_major, dev_minor;
-		uint64_t ino, ts_ns;
-	} listers[ARM_LISTERS];
 };
 
 
@@ -115,37 +107,14 @@ static const char *call_name(uint32_t call)
 	}
 }
 
-/* The directory EV's process last blocked listing on EV's filesystem (0: none); a listing
- * (getdents64) becomes the one remembered. */
-static uint64_t last_listed(struct arm *a, const struct dirahead_sentinel_event *ev)
-{
-	struct lister *l = NULL, *oldest = &a->listers[0];
-	for (unsigned i = 0; i < ARM_LISTERS && !l; i++) {
-		struct lister *c = &a->listers[i];
-		if (c->tgid == ev->tgid && c->dev_major == ev->dev_major &&
-		    c->dev_minor == ev->dev_minor)
-			l = c;
-		else if (c->ts_ns < oldest->ts_ns)
-			oldest = c;
-	}
-	uint64_t last = l ? l->ino : 0;
-	if (ev->call == DIRAHEAD_SENT_GETDENTS) {
-		if (!l)
-			l = oldest;
-		*l = (struct lister){ .tgid = ev->tgid, .dev_major = ev->dev_major,
-				      .dev_minor = ev->dev_minor, .ino = ev->ino, .ts_ns = ev->ts_ns };
-	}
-	return last;
-}
-
 /* Does this signal wait for its process to list a second directory (arm_one_dir)? */
-static bool one_dir(struct arm *a, const struct dirahead_sentinel_event *ev)
+static bool one_dir(const struct dirahead_sentinel_event *ev)
 {
 	if (ev->fs == DIRAHEAD_SENT_FS_UNKNOWN ||
 	    fsknow_entries(ev->fsinfo) != FSKNOW_NO_LOOKUPS)
 		return false;
-	bool getdents = ev->call == DIRAHEAD_SENT_GETDENTS;
-	return arm_one_dir(true, getdents, last_listed(a, ev), ev->ino);
+	return arm_one_dir(true, ev->call == DIRAHEAD_SENT_GETDENTS,
+			   ev->flags & DIRAHEAD_SENT_F_LISTED_OTHER);
 }
 
 static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx)
@@ -176,7 +145,7 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 	if (ev->call == DIRAHEAD_SENT_STAT && ev->fs != DIRAHEAD_SENT_FS_UNKNOWN && d->walks)
 		walk_mgr_blocked(d->walks, ev->tgid, ev->dev_major, ev->dev_minor,
 				 ev->fs == DIRAHEAD_SENT_FS_CWD ? 0 : ev->ino);
-	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev), one_dir(a, ev));
+	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev), one_dir(ev));
 	if (s == ARM_SIG_ARMED) {
 		if (set_hooks(a, true, true) < 0)
 			s = ARM_SIG_FAILED;

@@ -65,11 +65,12 @@ static inline enum arm_signal arm_decide(bool armed, enum pol_arm verdict, bool 
  * the daemon sends no lookup into a directory a program stats; only listing ahead of a walker
  * can help, and attached hooks cost every syscall on the machine (8% of a flat `ls -l` on
  * sshfs).  So there a process arms them only once it blocks listing (getdents64) another
- * directory than the one it last blocked listing (last_ino, 0: none): a walker, not one
- * `ls -l`.  A blocked stat or open there never arms. */
-static inline bool arm_one_dir(bool serial, bool getdents, uint64_t last_ino, uint64_t ino)
+ * directory than the one it last blocked listing (the sentinel's DIRAHEAD_SENT_F_LISTED_OTHER,
+ * kept per process in BPF): a walker, not one `ls -l`.  A blocked stat or open there never
+ * arms. */
+static inline bool arm_one_dir(bool serial, bool getdents, bool listed_other)
 {
-	return serial && !(getdents && last_ino && last_ino != ino);
+	return serial && !(getdents && listed_other);
 }
 
 /* Disarm now?  No signal that armed or kept for quiet_ns since last_ns, and no scan or walk

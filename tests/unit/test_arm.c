@@ -44,16 +44,16 @@ static void decide(void **state)
 }
 
 /* Where lookups serialize, only a blocked listing of another directory than the process's last
- * one arms: not a stat, not an open, not its first listing, not the same directory again (a
- * flat `ls -l` of a big directory reads it in several getdents64 calls). */
+ * one (the sentinel's flag) arms: not a stat, not an open, not its first listing, not the same
+ * directory again (a flat `ls -l` of a big directory reads it in several getdents64 calls). */
 static void one_dir(void **state)
 {
 	(void)state;
-	assert_false(arm_one_dir(false, false, 0, 7)); /* lookups in parallel: any call */
-	assert_true(arm_one_dir(true, false, 5, 7));   /* a stat or an open */
-	assert_true(arm_one_dir(true, true, 0, 7));    /* its first listing */
-	assert_true(arm_one_dir(true, true, 7, 7));    /* the same directory */
-	assert_false(arm_one_dir(true, true, 5, 7));   /* a second directory: a walker */
+	assert_false(arm_one_dir(false, false, false)); /* lookups in parallel: any call */
+	assert_false(arm_one_dir(false, true, false));
+	assert_true(arm_one_dir(true, false, true));    /* a stat or an open */
+	assert_true(arm_one_dir(true, true, false));    /* its first listing, or the same again */
+	assert_false(arm_one_dir(true, true, true));    /* another directory: a walker */
 }
 
 static void quiet(void **state)
