@@ -15,8 +15,8 @@
  * an io_uring/io-wq worker (no syscall of its own in its registers) -> return; the syscall
  * number from bpf_task_pt_regs(prev) not a metadata call -> return.  Only then map work: the
  * daemon excluded, one LRU hash entry per process that rate-limits its signals to one per
- * `rate_ns` (and one listing per `rate_ns`), and one ring-buffer record with the filesystem the call names where that is cheap
- * (the dirfd's or the cwd's superblock).
+ * `rate_ns` (and one listing per `rate_ns`), and one ring-buffer record with the filesystem the
+ * call names where that is cheap (the dirfd's or the cwd's superblock).
  *
  * In sched_switch `prev` is still the current task, so its user memory (a path's first byte,
  * openat2's flags) can be read; page faults are off there, so a page not resident reads as an

@@ -173,7 +173,7 @@ static struct judge_verdict control(struct judge *j, const struct judge_who *w,
 	v.step = JUDGE_STEP_PROGRESS;
 	double b, a;
 	policy_judged_costs(&before, &j->ctl_after, &b, &a);
-	if (b >= 0 && a > 0 && b < s->min_gain * a) {
+	if (b >= 0 && a > 0 && !policy_gains(w->pol, b, a)) {
 		/* Stats get cheaper as a scan goes on where entries share blocks: one inode cluster
 		 * read serves many entries (a cold xfs `ls -l` of 20,000 files on its own: 431 us a
 		 * stat over stats 8-72, 63 us by the 300th).  The stretch with prefetch came before

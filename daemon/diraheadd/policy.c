@@ -291,6 +291,11 @@ void policy_judged_costs(const struct pol_cost *before, const struct pol_cost *a
 	}
 }
 
+bool policy_gains(const struct policy *p, double b, double a)
+{
+	return b >= p->cfg.min_gain * (a > 1 ? a : 1);
+}
+
 bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
 		  const struct pol_cost *after, double late_frac, bool short_stretch, uint64_t now)
 {
@@ -305,7 +310,7 @@ bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *be
 	unsigned depth = policy_depth(p, fs);
 	fs->before_ns = ewma(fs->before_ns, b, 0.25);
 	fs->after_ns = ewma(fs->after_ns, a, 0.25);
-	if (b >= p->cfg.min_gain * (a > 1 ? a : 1)) {
+	if (policy_gains(p, b, a)) {
 		fs->doubts = 0;
 		note_verdict(fs, POL_PAYS, now);
 		fs->verdict = POL_PAYS;

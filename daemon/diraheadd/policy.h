@@ -140,6 +140,9 @@ unsigned policy_depth(const struct policy *p, const struct pol_fs *fs);
  */
 bool policy_judge(struct policy *p, struct pol_fs *fs, const struct pol_cost *before,
 		  const struct pol_cost *after, double late_frac, bool short_stretch, uint64_t now);
+/* The gain rule of policy_judge(): the program's cost per stat before (b) and with prefetch (a),
+ * in ns, differ by min_gain. */
+bool policy_gains(const struct policy *p, double b, double a);
 /* The program's time per stat before and with prefetch that policy_judge() compares: progress
  * rates where both are known, else timed durations; < 0: unknown. */
 void policy_judged_costs(const struct pol_cost *before, const struct pol_cost *after, double *b,
