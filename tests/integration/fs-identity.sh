@@ -82,7 +82,7 @@ opened0=$(daemon_stat walk_dirs_opened)
 ne0=$(daemon_stat walk_not_entered)
 drop_caches
 "$T/daid-find" "$T/b/walk" -ls >/dev/null
-wait_for 5 test "$(daemon_stat active_walks)" = 0
+wait_for 5 eval '[ "$(daemon_stat active_walks)" = 0 ]' # (evaluated each try, not once)
 opened=$(($(daemon_stat walk_dirs_opened) - opened0))
 info "walk: $opened directories opened by the daemon, not entered +$(($(daemon_stat walk_not_entered) - ne0))"
 # 19 directories can be entered (d1-12, zsub and s1-6); without the subvolume at most 13
