@@ -447,6 +447,13 @@ enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64
 	return l->verdict;
 }
 
+enum pol_list_kind policy_list_kind(bool walk_opened, uint64_t eof_ns, uint64_t from_ns)
+{
+	if (!walk_opened)
+		return POL_LIST_OWN;
+	return eof_ns && (!from_ns || eof_ns <= from_ns) ? POL_LIST_AHEAD : POL_LIST_JOINED;
+}
+
 enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
 				   uint64_t prog_ns, uint64_t now)
 {

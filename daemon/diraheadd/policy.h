@@ -176,6 +176,12 @@ void policy_account_latency(struct pol_fs *fs, uint64_t latency_ns);
  * Both return the verdict after the sample.
  */
 bool policy_list_allowed(struct policy *p, struct pol_fs *fs, uint64_t now);
+/* What the program's listing of a directory of a walk is a sample of: POL_LIST_OWN if the walk
+ * had not opened it, POL_LIST_AHEAD if the walk had read it whole (by eof_ns, 0: not yet)
+ * before the program began (from_ns, 0: not known), else POL_LIST_JOINED: the program waited
+ * on the walk's reads in flight (both wait for the same block), a sample of neither. */
+enum pol_list_kind { POL_LIST_JOINED = -1, POL_LIST_OWN = 0, POL_LIST_AHEAD = 1 };
+enum pol_list_kind policy_list_kind(bool walk_opened, uint64_t eof_ns, uint64_t from_ns);
 enum pol_verdict policy_list_account(struct policy *p, struct pol_fs *fs, uint64_t wall_ns,
 				     uint64_t cpu_ns, uint64_t first_ns, uint64_t now);
 enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,

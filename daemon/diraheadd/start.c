@@ -84,29 +84,42 @@ static const struct open_how up_how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXE
 struct up_as {
 	int fd;                            /* a directory of the walk */
 	const struct dirahead_event *ev;   /* the mount it must stay on */
-	uint64_t want;                     /* parent_of: the inode the parent must have */
+	uint64_t want;                     /* up_to: the inode the ancestor must have */
+	unsigned levels;                   /* up_to: how far up it may be */
 	uint64_t stop;                     /* ancestors: the inode the walk starts below */
 };
 
-/* The parent of a->fd, checked to be a->want, as the program (in fds[0]). */
-static void parent_as(void *arg, struct dirahead_call_out *out)
+/* The ancestor of a->fd at most a->levels up whose inode is a->want, as the program (in
+ * fds[0]); -ESTALE if none is. */
+static void up_to_as(void *arg, struct dirahead_call_out *out)
 {
 	const struct up_as *a = arg;
-	int pfd = (int)syscall(SYS_openat2, a->fd, "..", &up_how, sizeof(up_how));
-	out->res = pfd < 0 ? -errno : 0;
-	if (pfd < 0)
-		return;
-	/* (checked as the program too: a mount without allow_other answers nobody else) */
-	if (procdir_same(pfd, "", a->ev, a->want) < 0) {
-		close(pfd);
-		out->res = -ESTALE;
-		return;
+	int cur = a->fd;
+	out->res = -ESTALE;
+	for (unsigned i = 0; i < a->levels; i++) {
+		int pfd = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
+		int err = errno;
+		if (cur != a->fd)
+			close(cur);
+		cur = a->fd;
+		if (pfd < 0) { /* (EXDEV: above the mount's root) */
+			out->res = -err;
+			return;
+		}
+		/* (checked as the program too: a mount without allow_other answers nobody else) */
+		if (procdir_same(pfd, "", a->ev, a->want) == 0) {
+			out->res = 0;
+			out->fds[out->nfds++] = pfd;
+			return;
+		}
+		cur = pfd;
 	}
-	out->fds[out->nfds++] = pfd;
+	if (cur != a->fd)
+		close(cur);
 }
 
-/* The parent of e's directory, checked to be `want` by inode, or -errno. */
-static int parent_of(const struct dirahead_event *e, uint64_t want)
+/* The ancestor of e's directory at most `levels` up whose inode is `want`, or -errno. */
+static int up_to(const struct dirahead_event *e, uint64_t want, unsigned levels)
 {
 	int fd = procdir_open(e);
 	if (fd < 0)
@@ -115,11 +128,11 @@ static int parent_of(const struct dirahead_event *e, uint64_t want)
 	 * inode. */
 	struct dirahead_cred c;
 	struct dirahead_call_out out;
-	struct up_as a = { .fd = fd, .ev = e, .want = want };
+	struct up_as a = { .fd = fd, .ev = e, .want = want, .levels = levels };
 	int err = procdir_cred(e, &c);
 	out.nfds = 0;
 	if (err == 0)
-		err = dirahead_cred_call(&c, parent_as, &a, &out);
+		err = dirahead_cred_call(&c, up_to_as, &a, &out);
 	dirahead_cred_apply(NULL);
 	close(fd);
 	if (err < 0 || out.res < 0 || out.nfds != 1) {
@@ -133,7 +146,7 @@ static int parent_of(const struct dirahead_event *e, uint64_t want)
 static int open_top(const struct start_job *job)
 {
 	uint64_t top = job->ev.parent_ino;
-	int fd = parent_of(&job->ev, top);
+	int fd = up_to(&job->ev, top, 1);
 	if (fd >= 0)
 		return fd;
 	/* the listing's fd is gone already (fts closes a directory once read, and a tree whose
@@ -141,10 +154,12 @@ static int open_top(const struct start_job *job)
 	int hfd = procdir_open_held(&job->ev, top);
 	if (hfd >= 0 || !job->has_top)
 		return hfd >= 0 ? hfd : fd;
-	/* The listing's fd is gone already (fts closes a directory once read): by the scan that
-	 * made it a walker, as the program named that directory, the top itself or a child. */
+	/* The listing's fd is gone already (fts closes a directory once read; ls -R once read,
+	 * before it stats, and holds no ancestor): by the scan that made it a walker, as the
+	 * program named that directory: the top itself, or an ancestor of it (the program went
+	 * on from there, past a few directories the walk could not place). */
 	int tfd = job->near.ino == top ? procdir_open(&job->near)
-		  : job->near.parent_ino == top ? parent_of(&job->near, top) : -ESTALE;
+					: up_to(&job->near, top, START_CLIMB);
 	return tfd >= 0 ? tfd : fd;
 }
 

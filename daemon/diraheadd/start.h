@@ -20,6 +20,8 @@ struct opener;
 
 /* Levels above its root a walk recognises (walk.h). */
 #define START_ANCESTORS 8
+/* how far above the scan that made a process a walker its walk's top is looked for */
+#define START_CLIMB 8
 
 enum start_what {
 	START_DIR,      /* ev's directory, opened (and its order learnt, if learn) */

@@ -84,10 +84,15 @@ struct walk {
 	 * there; rejudge: it may (its listing-only is the top's `fast`, not a no_gain) */
 	struct pol_depths depths;
 	bool rejudge;
-	/* whether the directory the program listed last had been listed ahead of it (1), not
-	 * opened by the walk (0), or neither (-1): what its listing time (dirahead_event.list_ns)
-	 * is a sample of */
-	int last_listed_ahead;
+	/* Lookups in one directory serialize there (fsknow FSKNOW_NO_LOOKUPS: sshfs): each one the
+	 * walk sends into the directory the program stats queues in front of the program's own,
+	 * and its listings ahead save nothing (the kernel keeps no FUSE listing).  So it fetches
+	 * the entries of directories ahead of the program, and lists only where the program is
+	 * first; in one it catches up with, one request at a time. */
+	bool serial;
+	/* what the listing time (dirahead_event.list_ns) of the directory the program listed
+	 * last is a sample of (policy_list_kind) */
+	enum pol_list_kind last_listed_ahead;
 	struct dirahead_cred cred;  /* the walker's: every directory is listed and fetched so */
 	uint64_t cgroup_id;
 	enum walk_life life;
@@ -102,7 +107,7 @@ struct walk_cand {
 	uint64_t ino, parent_ino;   /* what it lists now (first: the scan's directory) */
 	unsigned strays;            /* listings since that were not of a child or sibling */
 	uint64_t since_ns;
-	bool scanned;               /* ev is the scan of ino (a walk's top can be opened by it) */
+	bool scanned;               /* ev is the scan of ino (else of a directory it left since) */
 	struct dirahead_event ev;
 };
 
@@ -317,7 +322,8 @@ static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
 	struct walk_mgr *m = w->mgr;
 	struct pol_fs *fs = walk_fs(w);
 	unsigned depth = policy_enabled(m->pol) ? policy_depth(m->pol, fs) : m->cfg.depth_per_scan;
-	n->lo = policy_walk_fetch(&w->depths, w->list_only, n->depth) == POL_FETCH_LIST;
+	n->lo = w->serial ? n->visited
+			  : policy_walk_fetch(&w->depths, w->list_only, n->depth) == POL_FETCH_LIST;
 	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
 					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
 					   .depth = depth, .data = n,
@@ -366,8 +372,9 @@ static void pump(struct walk *w)
 	}
 }
 
-/* The program went on to `n` (a directory of the walk): hand it over and follow. */
-static void visit(struct walk *w, struct wnode *n)
+/* The program went on to `n` (a directory of the walk), its listing of it started at `from_ns`
+ * (mono_ns(); 0: not known): hand it over and follow. */
+static void visit(struct walk *w, struct wnode *n, uint64_t from_ns)
 {
 	struct walk_mgr *m = w->mgr;
 	if (n->visited) {
@@ -378,20 +385,15 @@ static void visit(struct walk *w, struct wnode *n)
 	w->visited++;
 	lo_done(n);
 	/* For the cost model's listing samples: read to its end by the walk before the program
-	 * listed it (ahead), or not opened by the walk at all (its own); one still being read is
-	 * neither (it saves part of a listing: a sample of either kind would mislead). */
-	w->last_listed_ahead = -1;
-	if (!n->ahead) {
-		w->last_listed_ahead = 0;
-	} else {
-		struct dirahead_dir_info info = { 0 };
-		if (n->dir)
-			dirahead_dir_get_info(n->dir, &info);
-		if (n->state == WN_DONE || info.eof) {
-			w->last_listed_ahead = 1;
-			w->listed_ahead++;
-		}
-	}
+	 * began to list it (ahead), or not opened by the walk at all (its own).  One still being
+	 * read when the program opened it is neither: the program waited on the walk's own reads
+	 * (on a slow volume, both wait for the same block), and the event that says so comes
+	 * after the walk's reading ended; a sample of either kind would mislead. */
+	w->last_listed_ahead = policy_list_kind(n->ahead, n->eof_ns, from_ns);
+	if (w->last_listed_ahead == POL_LIST_AHEAD)
+		w->listed_ahead++;
+	if (w->serial && n->dir && !n->lo)
+		dirahead_dir_set_depth(n->dir, 1); /* caught up: see struct walk.serial */
 	if (n->ahead) {
 		n->ahead = false;
 		w->dirs_ahead--;
@@ -470,7 +472,14 @@ static void walk_on_complete(const struct dirahead_completion *c)
 	struct walk *w = n->w;
 	struct walk_mgr *m = w->mgr;
 	n->completed++;
-	policy_waits_add(&w->waits, mono_ns(), c->latency_ns);
+	uint64_t now = mono_ns();
+	policy_waits_add(&w->waits, now, c->latency_ns);
+	if (!n->eof_ns && n->dir) { /* by now at the latest (visit's listing samples) */
+		struct dirahead_dir_info info;
+		dirahead_dir_get_info(n->dir, &info);
+		if (info.eof)
+			n->eof_ns = now;
+	}
 	if (!c->error) {
 		w->entries++;
 		if (n->ahead)
@@ -508,7 +517,7 @@ static void walk_on_complete(const struct dirahead_completion *c)
 	wtree_new_below_add(k, 1);
 	if (w->pending_ino == k->ino) {
 		w->pending_ino = 0;
-		visit(w, k);
+		visit(w, k, 0); /* listed by the program before the walk knew it: its own */
 	}
 	pump(w);
 }
@@ -577,6 +586,8 @@ static void walk_on_dir_done(struct dirahead_dir *dir, void *dir_data, int error
 		return;
 	}
 	n->state = error ? WN_FAILED : WN_DONE;
+	if (!error && !n->eof_ns)
+		n->eof_ns = w->last_ns;
 	if (error && error != ECANCELED) {
 		m->st->walk_not_entered++;
 		log_debug("walk of pid %u: %s: %s", w->tgid, n->name, strerror(error));
@@ -660,7 +671,11 @@ static void opened(struct start_job *r)
 		return;
 	}
 	if (r->fd < 0) {
-		log_debug("walk of pid %u: cannot open %s: %s", w->tgid, w->path, strerror(-r->fd));
+		log_debug("walk of pid %u: cannot open %s: %s (its scan: ino %llu, parent %llu, "
+			  "ref %#x)", w->tgid, w->path, strerror(-r->fd),
+			  r->has_top ? (unsigned long long)r->near.ino : 0ull,
+			  r->has_top ? (unsigned long long)r->near.parent_ino : 0ull,
+			  r->has_top ? r->near.ref : 0u);
 		start_job_free(r);
 		end_walk(w, DD_END_OPEN_FAILED);
 		return;
@@ -698,6 +713,13 @@ static void cand_drop(struct walk_mgr *m, struct walk_cand *c, bool clear)
 	if (clear)
 		detector_walker_clear(m->det, c->tgid);
 	*c = m->cands[--m->ncands];
+}
+
+/* Do lookups in one directory serialize on ev's filesystem (struct walk.serial)? */
+static bool serial_lookups(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	uint32_t fsi = ev->fsinfo | policy_fsinfo(m->pol, ev->dev_major, ev->dev_minor, ev->magic);
+	return fsknow_entries(fsi) == FSKNOW_NO_LOOKUPS;
 }
 
 /* A new walk of ev's process from the parent of ev's directory, registered, its listings
@@ -747,17 +769,16 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 			    .dev_major = ev->dev_major, .dev_minor = ev->dev_minor,
 			    .magic = ev->magic, .mnt_id = ev->mnt_id, .top_ino = ev->ino,
 			    .top_parent_ino = ev->parent_ino, .pending_ino = ev->ino,
-			    .list_only = list_only, .last_listed_ahead = -1 };
+			    .list_only = list_only, .last_listed_ahead = POL_LIST_JOINED };
 	for (unsigned i = 0; i < WALK_ANCESTORS; i++)
 		w->up_fd[i] = -1;
 	w->cred = cred;
 	w->cgroup_id = ev->cgroup_id;
-	if (list_only && policy_enabled(m->pol)) {
-		uint32_t fsi = ev->fsinfo |
-			       policy_fsinfo(m->pol, ev->dev_major, ev->dev_minor, ev->magic);
-		w->rejudge = policy_walk_rejudgeable(walk_fs_ev(m, ev), fsknow_entries(fsi) ==
-									  FSKNOW_NO_LOOKUPS);
-	}
+	w->serial = serial_lookups(m, ev);
+	if (w->serial)
+		w->list_only = list_only = false;
+	if (list_only && policy_enabled(m->pol))
+		w->rejudge = policy_walk_rejudgeable(walk_fs_ev(m, ev), w->serial);
 	w->start_ns = w->last_ns = mono_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
@@ -774,7 +795,8 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->st->walks_list_only += list_only;
 	tell_watch(m);
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
-		 w->tgid, w->comm, w->path, list_only ? " (listings only)" : "");
+		 w->tgid, w->comm, w->path,
+		 list_only ? " (listings only)" : w->serial ? " (fetching ahead of it only)" : "");
 	decisions_add(DEC_STARTED, DEC_WALK, w->tgid, w->cred.euid, w->comm,
 		      w->path, list_only ? "list" : "prefetch",
 		      NULL);
@@ -807,7 +829,8 @@ void walk_mgr_candidate(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (!m->cfg.walk_enabled || !m->cfg.walk_list_only || !ev->parent_ino ||
 	    ev->parent_ino == ev->ino || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
 		return;
-	if (policy_enabled(m->pol) &&
+	/* (where lookups serialize, its walk fetches ahead of it: listing ahead is not judged) */
+	if (policy_enabled(m->pol) && !serial_lookups(m, ev) &&
 	    !policy_list_allowed(m->pol, policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor,
 							 ev->magic, ev->mnt_id, mono_ns()),
 				 mono_ns()))
@@ -860,7 +883,8 @@ static void cand_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", ev->dev_major, ev->dev_minor,
 			 (unsigned long long)ev->parent_ino);
 	cand_drop(m, c, false);
-	if (!walk_mgr_start(m, ev, scanned ? &near : NULL, top, true))
+	/* (its scan names the top, or a directory below it: start.c climbs from there) */
+	if (!walk_mgr_start(m, ev, &near, top, true))
 		detector_walker_clear(m->det, ev->tgid);
 }
 
@@ -903,13 +927,14 @@ bool walk_mgr_blocked(struct walk_mgr *m, uint32_t tgid, uint32_t dev_major, uin
 static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 {
 	struct walk_mgr *m = w->mgr;
-	int ahead = w->last_listed_ahead;
-	w->last_listed_ahead = -1;
-	if (!ev->list_ns || ahead < 0 || !policy_enabled(m->pol))
+	enum pol_list_kind kind = w->last_listed_ahead;
+	w->last_listed_ahead = POL_LIST_JOINED;
+	if (!ev->list_ns || kind == POL_LIST_JOINED || !policy_enabled(m->pol))
 		return false;
 	struct pol_fs *fs = walk_fs(w);
 	uint64_t judged = fs->list.judged;
-	enum pol_verdict v = policy_list_judge(m->pol, fs, ahead, ev->list_ns, mono_ns());
+	enum pol_verdict v = policy_list_judge(m->pol, fs, kind == POL_LIST_AHEAD, ev->list_ns,
+					     mono_ns());
 	if (fs->list.judged != judged)
 		log_debug("walk of pid %u: its listings took %.0f us listed ahead, %.0f us its own "
 			  "(%u), the daemon's %.0f us: %s", w->tgid, fs->list.ahead_ns / 1e3,
@@ -944,7 +969,7 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (n) {
 		w->pending_ino = 0;
 		w->strays = 0;
-		visit(w, n);
+		visit(w, n, ev->list_ns ? ev->ts_ns - ev->list_ns : ev->ts_ns);
 		if (judge_listing(w, ev))
 			return;
 		pump(w);

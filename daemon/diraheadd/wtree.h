@@ -40,6 +40,7 @@ struct wnode {
 	uint64_t last_index;
 	uint64_t index, ino;
 	uint64_t completed;         /* entries fetched */
+	uint64_t eof_ns;            /* mono_ns() by which the walk had read it whole (0: not yet) */
 	struct dirahead_dir *dir;
 	struct dirahead_dirfd *hold;
 	char name[];

@@ -41,12 +41,15 @@ daemon_kill() {
 	kill -KILL "$DAEMON_PID" 2>/dev/null
 	wait "$DAEMON_PID" 2>/dev/null
 	DAEMON_PID=
-	# The whole log beside the test's when the test failed (run-tests.sh shows its tail; the
-	# cleanups' own output is discarded) or with KEEP_LOGS=1.
-	if [ -n "${KEEP_LOGS:-}" ] || [ "${TEST_RC:-0}" != 0 ]; then
-		mkdir -p "$BUILD/test-logs"
-		cp "$DAEMON_LOG" "$BUILD/test-logs/$TEST_NAME.diraheadd.log"
-	fi
+	# when the test failed (run-tests.sh shows its tail; the cleanups' own output is
+	# discarded) or with KEEP_LOGS=1
+	if [ -n "${KEEP_LOGS:-}" ] || [ "${TEST_RC:-0}" != 0 ]; then daemon_keep_log; fi
+}
+
+# The whole log beside the test's (build/test-logs/NAME.diraheadd.log).
+daemon_keep_log() {
+	mkdir -p "$BUILD/test-logs"
+	cp "$DAEMON_LOG" "$BUILD/test-logs/$TEST_NAME.diraheadd.log"
 }
 
 daemon_stop() {
@@ -55,6 +58,7 @@ daemon_stop() {
 	kill -TERM "$DAEMON_PID"
 	wait "$DAEMON_PID" || rc=$?
 	DAEMON_PID=
+	[ -z "${KEEP_LOGS:-}" ] || daemon_keep_log
 	assert_eq "$rc" 0 "diraheadd exit status after SIGTERM"
 	assert_le $(($(now_ms) - t0)) 2000 "diraheadd stop time (ms)"
 	# SANITIZE=1 builds report leaks and errors at exit, into the log

@@ -644,6 +644,22 @@ static void test_list_judge(void **state)
 	assert_true(policy_list_allowed(p, g, T0 + SEC));
 }
 
+/* What a program's listing of a walk's directory is a sample of: its own where the walk never
+ * opened it; ahead only where the walk had read it whole before the program began (walk-slowvol:
+ * a program that caught up with the walk's reads waited on them, 209 us, and such samples made a
+ * paying walk no_gain). */
+static void test_list_kind(void **state)
+{
+	(void)state;
+	assert_int_equal(policy_list_kind(false, 0, T0), POL_LIST_OWN);
+	assert_int_equal(policy_list_kind(false, T0, T0), POL_LIST_OWN);
+	assert_int_equal(policy_list_kind(true, 0, T0), POL_LIST_JOINED);     /* still reading */
+	assert_int_equal(policy_list_kind(true, T0 + 1, T0), POL_LIST_JOINED); /* done after */
+	assert_int_equal(policy_list_kind(true, T0, T0), POL_LIST_AHEAD);
+	assert_int_equal(policy_list_kind(true, T0 - SEC, T0), POL_LIST_AHEAD);
+	assert_int_equal(policy_list_kind(true, T0, 0), POL_LIST_AHEAD);      /* start not known */
+}
+
 /* A blocked call (the sentinel) on a filesystem judged fast: the fast verdicts, of stats and of
  * listings, are forgotten at once (arming then says yes, the next scan is probed); a second
  * signal clears nothing more; no_gain, an unknown filesystem or another device stay as they are. */
@@ -821,6 +837,7 @@ int main(void)
 		T(test_judge_short_stretch),
 		T(test_list_fast),
 		T(test_list_judge),
+		T(test_list_kind),
 	};
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
