@@ -793,6 +793,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->n++;
 	m->st->walks_started++;
 	m->st->walks_list_only += list_only;
+	m->st->walks_ahead_only += w->serial;
 	tell_watch(m);
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path,
@@ -1067,8 +1068,10 @@ bool walk_mgr_tick(struct walk_mgr *m)
 				w->depths = (struct pol_depths){ { 0 } };
 				tell_watch(m);
 			}
-		} else if (fs->verdict == POL_NO_GAIN) {
-			/* fetching entries does not pay here: listing ahead may still */
+		} else if (fs->verdict == POL_NO_GAIN && !w->serial) {
+			/* fetching entries does not pay here: listing ahead may still (a verdict on
+			 * the directories programs stat, where a walk that fetches ahead only sends
+			 * nothing) */
 			if (m->cfg.walk_list_only && policy_list_allowed(m->pol, fs, t)) {
 				w->list_only = true;
 				m->st->walks_list_only++;

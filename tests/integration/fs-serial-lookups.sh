@@ -95,6 +95,7 @@ own=$(slowfs_stat "pid.$pid.lookup") others=$(slowfs_stat "pid.$DAEMON_PID.looku
 info "find: arms $(daemon_stat arms), walks $(daemon_stat walks_started), list only $(daemon_stat walks_list_only); lookups by find $own, by the daemon $others"
 assert_ge "$(daemon_stat arms)" 1 "arms by find (blocked listing a second directory)"
 assert_eq "$(daemon_stat walks_list_only)" 0 "walks listing only (where lookups serialize, listing ahead saves nothing)"
+assert_ge "$(daemon_stat walks_ahead_only)" 1 "walks fetching only ahead of find"
 # (find's first directories are its own: it arms at its second)
 assert_ge "$others" $((NDIRS * 100 / 4)) "lookups by the daemon ahead of find"
 assert_le "$own" $((NDIRS * 100 * 3 / 4)) "lookups by find itself"
