@@ -56,7 +56,10 @@ half=$((D * F + D + 4))
 measure "$T/dra-find" "$T/mnt/tree" -xdev -path "$T/mnt/tree/prune" -prune -o -ls
 info "find -prune: it sent $OWN lookups, the daemon $OURS (the kept half has $half entries)"
 assert_le "$OURS" $((half + 3 + BUDGET + 2 * F)) "daemon lookups: the kept half plus the budget"
-assert_le $((OWN * 5)) "$half" "find's own lookups x5 (it was helped)"
+# Helped, find sends 41-102 lookups itself (the top's entries and its first leaves) in most runs
+# and 215-255 in others, where the walk falls behind in the middle of the kept half (its window
+# of 4 directories; seen on last stop's build too: 5 of 8 runs at 220-239); unhelped, 1,244.
+assert_le $((OWN * 4)) "$half" "find's own lookups x4 (it was helped)"
 assert_eq "$(SLOWFS_CTL=$CTL2 slowfs_stat lookup)" 0 "lookups on the filesystem behind the symlink and bind mount"
 assert_ge "$(daemon_stat walk_not_entered)" 1 "subdirectories not entered (the bind mount)"
 
