@@ -101,7 +101,6 @@ static void up_to_as(void *arg, struct dirahead_call_out *out)
 		int err = errno;
 		if (cur != a->fd)
 			close(cur);
-		cur = a->fd;
 		if (pfd < 0) { /* (EXDEV: above the mount's root) */
 			out->res = -err;
 			return;
