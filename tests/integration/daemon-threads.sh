@@ -5,8 +5,9 @@
 #  1. A 4-thread walker: each thread lists a directory of its own and stats its 300 entries; all
 #     four list before any goes past its first entries, so every thread lists while the others
 #     are in the middle of theirs.  Each directory is prefetched for its thread (the process
-#     sends under 10% of the lookups it sends alone), and every scan ends only when its thread
-#     is done with it (completed: the whole directory fetched, or nearly, the program done first).
+#     sends under a fifth of the lookups it sends alone: a thread left alone would be a quarter),
+#     and every scan ends only when its thread is done with it (completed: the whole directory
+#     fetched, or nearly, the program done first).
 #  2. A thread with a cwd and an fd table of its own (unshare(CLONE_FS | CLONE_FILES)): it
 #     chdirs into the directory and stats the entries by its dirfd.  /proc/PID/{cwd,fd} show the
 #     main thread's; the daemon opens the directory through /proc/PID/task/TID and prefetches it.
@@ -87,7 +88,10 @@ for ((i = 0; i < 500; i++)); do
 done
 ends=$(grep "scan end: pid $pid4 " "$DAEMON_LOG" || true)
 echo "$ends"
-assert_le $((on4 * 10)) "$off4" "4 threads: lookups with the daemon x10"
+# under a fifth: one thread left alone sends its 300 itself, a quarter of all; the rest is the
+# interpreter's and the probes' (quiet: 85-86; beside two busy loops the probes last longer:
+# 131 and 141 seen)
+assert_le $((on4 * 5)) "$off4" "4 threads: lookups with the daemon x5"
 for i in 0 1 2 3; do
 	e=$(grep "$T/mnt/on/t$i/dir: " <<<"$ends" || true)
 	assert_eq "$(grep -c . <<<"$e")" 1 "thread $i: one scan"

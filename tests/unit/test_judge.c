@@ -130,6 +130,41 @@ static void test_control_pays(void **state)
 	assert_int_equal(f->fs->verdict, POL_PAYS);
 }
 
+/* The re-probe of a filesystem judged no_gain, whose probe caught the program off the CPU (4.8 ms
+ * a stat against 640 us with prefetch, 7.5x): not taken at its word, a control stretch first;
+ * the control as dear as the stretch with prefetch, and the next stretch too: no gain again. */
+static void test_reprobe_control(void **state)
+{
+	struct fixture *f = *state;
+	f->fs->verdict = POL_NO_GAIN;
+	f->stats = 8;
+	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
+	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
+	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
+	while (f->j.control == JUDGE_CTL_WAIT)
+		assert_int_equal(stats(f, 16, 640).act, JUDGE_WAIT);
+	stats(f, JUDGE_CONTROL_STATS, 640);
+	assert_int_equal(f->j.control, JUDGE_CTL_DONE);
+	assert_true(f->j.ctl_recheck);
+	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
+	stats(f, 72, 640);
+	assert_int_equal(stats(f, 64, 640).act, JUDGE_NO_GAIN);
+	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
+}
+
+/* The same gain on a filesystem not judged yet is taken at once (a cold disk's first stats). */
+static void test_large_gain_pays(void **state)
+{
+	struct fixture *f = *state;
+	f->stats = 8;
+	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
+	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
+	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_NONE);
+	assert_int_equal(f->fs->verdict, POL_PAYS);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -137,6 +172,8 @@ int main(void)
 		T(test_recheck_pays),
 		T(test_recheck_no_gain),
 		T(test_control_pays),
+		T(test_reprobe_control),
+		T(test_large_gain_pays),
 	};
 	return cmocka_run_group_tests_name("judge", tests, NULL, NULL);
 }
