@@ -148,6 +148,15 @@ static bool fs_is(const struct pol_fs *f, uint32_t maj, uint32_t min, uint64_t m
 	return f->dev_major == maj && f->dev_minor == min && f->magic == magic;
 }
 
+bool policy_new_mount(uint64_t had, uint64_t seen)
+{
+	if (seen == had || seen == 0 || had == 0 || had == POL_MNT_ADOPT)
+		return false;
+	if (had >= POL_MNT_UNIQUE && seen >= POL_MNT_UNIQUE)
+		return seen > had;
+	return true;
+}
+
 struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 			       uint64_t magic, uint64_t mnt_id, uint64_t now)
 {
@@ -155,9 +164,11 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 	for (i = 0; i < p->n; i++) {
 		struct pol_fs *f = &p->fs[i];
 		if (f->dev_major == dev_major && f->dev_minor == dev_minor) {
-			if (f->magic != magic || (f->mnt_id != mnt_id && f->mnt_id != POL_MNT_ADOPT))
+			if (f->magic != magic || policy_new_mount(f->mnt_id, mnt_id))
 				break; /* another filesystem, or a new mount, got the device number */
-			f->mnt_id = mnt_id; /* a memory restored for the device: its mount takes it */
+			/* a memory restored for the device: its mount takes it */
+			if (f->mnt_id == POL_MNT_ADOPT || f->mnt_id == 0)
+				f->mnt_id = mnt_id;
 			f->last_ns = now;
 			return f;
 		}

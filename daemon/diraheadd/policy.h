@@ -340,6 +340,19 @@ double policy_saved_walk_s(const struct pol_fs *fs, uint64_t listed_ahead, uint6
  * re-probe delays keep what was left of them, bounded by reprobe_s x their backoff.
  */
 #define POL_MNT_ADOPT UINT64_MAX
+/*
+ * Is a lookup by mount id `seen` of the entry of a device last seen through mount `had` a new
+ * mount of that device (its memory starts afresh)?  Not where either is 0 (not known: a
+ * sentinel event, a path found without BPF; the first known id takes the entry) nor for an
+ * adoptable restored memory.  Mount ids
+ * the kernel never reuses (mnt_id_unique, 6.8+: from POL_MNT_UNIQUE up) are in the order the
+ * mounts were made, and an older one is no new mount: the last requests of a mount that was
+ * replaced complete after the new one's first events (each run of a benchmark's fresh slowfs
+ * mount flipped its memory back and forth, losing its judgments), or a bind mount of the same
+ * filesystem is used beside it.  Reusable ids (older kernels) cannot be ordered: any change.
+ */
+#define POL_MNT_UNIQUE (1ull << 31)
+bool policy_new_mount(uint64_t had, uint64_t seen);
 struct pol_memory {
 	uint64_t magic;
 	enum pol_verdict verdict;

@@ -362,6 +362,39 @@ static void test_same_dev_other_magic(void **state)
 	assert_int_equal(fs->verdict, POL_UNKNOWN);
 	assert_int_equal(fs->mnt_id, 8);
 	assert_int_equal(list(p).n, 3);
+	/* a lookup that does not know the mount (0) is the mount seen last */
+	assert_false(judge_no_gain(p, fs, T0 + 7));
+	assert_ptr_equal(policy_fs_mount(p, 0, 40, FUSE, 0, T0 + 8), fs);
+	assert_int_equal(fs->verdict, POL_NO_GAIN);
+	assert_int_equal(fs->mnt_id, 8);
+}
+
+/* Mount ids the kernel never reuses are ordered: a newer mount of the device starts afresh, an
+ * older one (the last requests of the mount it replaced, completing late; a bind mount beside
+ * it) neither resets the memory nor takes it. */
+static void test_mount_order(void **state)
+{
+	struct policy *p = *state;
+	const uint64_t m1 = POL_MNT_UNIQUE + 100, m2 = POL_MNT_UNIQUE + 101;
+	struct pol_fs *fs = policy_fs_mount(p, 0, 40, FUSE, m1, T0);
+	assert_false(judge_no_gain(p, fs, T0));
+	fs = policy_fs_mount(p, 0, 40, FUSE, m2, T0 + 1);
+	assert_int_equal(fs->verdict, POL_UNKNOWN);
+	assert_false(judge_no_gain(p, fs, T0 + 2));
+	assert_ptr_equal(policy_fs_mount(p, 0, 40, FUSE, m1, T0 + 3), fs);
+	assert_int_equal(fs->verdict, POL_NO_GAIN);
+	assert_int_equal(fs->mnt_id, m2);
+	assert_ptr_equal(policy_fs_mount(p, 0, 40, FUSE, m2, T0 + 4), fs);
+	assert_int_equal(fs->verdict, POL_NO_GAIN);
+	/* the rule alone */
+	assert_true(policy_new_mount(m1, m2));
+	assert_false(policy_new_mount(m2, m1));
+	assert_false(policy_new_mount(m2, 0));
+	assert_false(policy_new_mount(0, m2));
+	assert_false(policy_new_mount(POL_MNT_ADOPT, m1));
+	/* reusable ids (before 6.8) cannot be ordered: any other is a new mount */
+	assert_true(policy_new_mount(8, 7));
+	assert_true(policy_new_mount(7, 8));
 }
 
 /* A reload: the new knobs apply at once, what was learned stays; a smaller max_filesystems
@@ -828,6 +861,7 @@ int main(void)
 		T(test_depth_clamps),
 		T(test_lru),
 		T(test_same_dev_other_magic),
+		T(test_mount_order),
 		T(test_reconfigure),
 		T(test_sample_of),
 		T(test_cost_between),
