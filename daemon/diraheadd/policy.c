@@ -176,9 +176,8 @@ struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t de
 			lru = i;
 	}
 	/* the same device is reused in place (one entry per device); else a free slot or the LRU */
-	/* what the kernel said of the filesystem on that device stays, if it is the same kind: a
-	 * mount id seen first by the sentinel (0) or by the daemon's own open is not a new server;
-	 * the next event says it again anyway */
+	/* what the kernel said of the filesystem on that device stays, if it is the same kind: the
+	 * next event says it again anyway */
 	uint32_t fsinfo = i < p->n && p->fs[i].magic == magic ? p->fs[i].fsinfo : 0;
 	if (i == p->n)
 		i = p->n < p->cap ? p->n++ : lru;

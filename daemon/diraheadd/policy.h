@@ -112,9 +112,22 @@ void pol_sample_of(struct pol_sample *s, const struct dirahead_event *ev);
 /* Cost between two samples of one scan; from == NULL: from the scan's first stat. */
 void pol_cost_between(const struct pol_sample *from, const struct pol_sample *to, struct pol_cost *c);
 
+/*
+ * Is a lookup by mount id `seen` of the entry of a device last seen through mount `had` a new
+ * mount of that device (policy_fs_mount() starts its memory afresh)?  Not where either is 0 (not
+ * known: a sentinel event, a path found without BPF; the first known id takes the entry) nor
+ * for an adoptable restored memory (POL_MNT_ADOPT).  Mount ids the kernel never reuses
+ * (mnt_id_unique, 6.8+: from POL_MNT_UNIQUE up) are in the order the mounts were made, and an
+ * older one is no new mount: the last requests of a mount that was replaced complete after the
+ * new one's first events (each run of a benchmark's fresh slowfs mount flipped its memory back
+ * and forth, losing its judgments), or a bind mount of the same filesystem is used beside it.
+ * Reusable ids (older kernels) cannot be ordered: any change is a new mount.
+ */
+#define POL_MNT_UNIQUE (1ull << 31)
+bool policy_new_mount(uint64_t had, uint64_t seen);
 /* The filesystem's state, created (evicting the least recently used) if new.  Never NULL.
  * mnt_id (struct dirahead_event.mnt_id) tells a new mount that got an old device number from
- * the old one: its entry starts afresh.  policy_fs(): mount 0. */
+ * the old one: its entry starts afresh (policy_new_mount).  policy_fs(): mount 0. */
 struct pol_fs *policy_fs_mount(struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 			       uint64_t magic, uint64_t mnt_id, uint64_t now);
 struct pol_fs *policy_fs(struct policy *p, uint32_t dev_major, uint32_t dev_minor, uint64_t magic,
@@ -340,19 +353,6 @@ double policy_saved_walk_s(const struct pol_fs *fs, uint64_t listed_ahead, uint6
  * re-probe delays keep what was left of them, bounded by reprobe_s x their backoff.
  */
 #define POL_MNT_ADOPT UINT64_MAX
-/*
- * Is a lookup by mount id `seen` of the entry of a device last seen through mount `had` a new
- * mount of that device (its memory starts afresh)?  Not where either is 0 (not known: a
- * sentinel event, a path found without BPF; the first known id takes the entry) nor for an
- * adoptable restored memory.  Mount ids
- * the kernel never reuses (mnt_id_unique, 6.8+: from POL_MNT_UNIQUE up) are in the order the
- * mounts were made, and an older one is no new mount: the last requests of a mount that was
- * replaced complete after the new one's first events (each run of a benchmark's fresh slowfs
- * mount flipped its memory back and forth, losing its judgments), or a bind mount of the same
- * filesystem is used beside it.  Reusable ids (older kernels) cannot be ordered: any change.
- */
-#define POL_MNT_UNIQUE (1ull << 31)
-bool policy_new_mount(uint64_t had, uint64_t seen);
 struct pol_memory {
 	uint64_t magic;
 	enum pol_verdict verdict;
