@@ -16,7 +16,9 @@
  * number from bpf_task_pt_regs(prev) not a metadata call -> return.  Only then map work: the
  * daemon excluded, one LRU hash entry per process that rate-limits its signals to one per
  * `rate_ns` (and one listing per `rate_ns`), and one ring-buffer record with the filesystem the
- * call names where that is cheap (the dirfd's or the cwd's superblock).
+ * call names where that is cheap (the dirfd's or the cwd's superblock) and how long the process
+ * has kept blocking (its spell: one blocked call is not a cold filesystem, calls that go on
+ * blocking are).
  *
  * In sched_switch `prev` is still the current task, so its user memory (a path's first byte,
  * openat2's flags) can be read; page faults are off there, so a page not resident reads as an
@@ -67,6 +69,10 @@ struct rate {
 	 * processes cannot push it out as it could a small table in the daemon */
 	__u64 list_ino;
 	__u32 list_major, list_minor;
+	/* its current spell of blocking: the first and the last blocked call of a run of them
+	 * none more than rate_ns after the one before (a cold walk blocks on and on; a warm
+	 * program whose few evicted blocks are read again, for a few ms) */
+	__u64 spell_ns, last_block_ns;
 };
 
 struct {
@@ -235,6 +241,9 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 	if (r) {
 		__u64 *last = call == DIRAHEAD_SENT_GETDENTS ? &r->last_list_ns : &r->last_ns;
 		__sync_fetch_and_add(&r->blocked, 1);
+		if (now - r->last_block_ns > rate_ns)
+			r->spell_ns = now;	/* a new spell (threads racing here: either is right) */
+		r->last_block_ns = now;
 		if (now - *last < rate_ns) {
 			count(DIRAHEAD_SENT_CNT_RATE_LIMITED);
 			return 0;
@@ -246,6 +255,7 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 		else
 			nr_rate.last_ns = now;
 		nr_rate.blocked = 1;
+		nr_rate.spell_ns = nr_rate.last_block_ns = now;
 		bpf_map_update_elem(&sentinel_rate, &tgid, &nr_rate, BPF_ANY);
 		r = &nr_rate;
 	}
@@ -261,6 +271,7 @@ int BPF_PROG(dirahead_sentinel, bool preempt, struct task_struct *prev, struct t
 	ev->call = call;
 	ev->nr = (__s32)nr;
 	ev->blocked = r->blocked;
+	ev->spell_ns = now - r->spell_ns;
 	ev->ts_ns = now;
 	__builtin_memcpy(ev->comm, prev->comm, sizeof(ev->comm));
 	call_fs(prev, regs, nr, call, ev);

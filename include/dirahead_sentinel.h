@@ -44,6 +44,10 @@ struct dirahead_sentinel_event {
 	char comm[16];
 	__u32 fsinfo;      /* DIRAHEAD_FSI_* (dirahead_event.h) of that filesystem, when fs != UNKNOWN */
 	__u32 flags;       /* DIRAHEAD_SENT_F_* */
+	/* how long this process has kept blocking: since the first blocked metadata call of a run
+	 * of them none more than the rate limit's interval after the one before (0: this one
+	 * began it) */
+	__u64 spell_ns;
 };
 
 /* A getdents64 of another directory (or filesystem) than the process's last signalled one. */

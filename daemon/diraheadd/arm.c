@@ -126,14 +126,22 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 	uint64_t now = mono_ns();
 	enum pol_arm v = POL_ARM_YES;
 	struct policy *pol = scan_mgr_policy(d->mgr);
+	bool brief = false;
 	if (ev->fs != DIRAHEAD_SENT_FS_UNKNOWN) {
 		/* first contact: what the kernel says of it, before any scan there */
 		policy_note_fsinfo(pol, ev->dev_major, ev->dev_minor, ev->magic, 0, ev->fsinfo, now);
 		v = policy_arm_verdict(pol, ev->dev_major, ev->dev_minor, ev->magic, now);
+		/* judged fast (trusted still, or old): a brief spell of blocking is not evidence */
+		if (policy_judged_fast(pol, ev->dev_major, ev->dev_minor, ev->magic) &&
+		    !arm_overturns_fast(ev->spell_ns, SENTINEL_RATE_MS * 1000000ull)) {
+			brief = true;
+			v = POL_ARM_FAST;
+		}
 	}
-	/* a blocked call outweighs an earlier `fast` there (trusted still, or old): judge it again,
-	 * the process too; policy_blocked() backs off where re-judging found it fast again */
-	if ((v == POL_ARM_FAST || v == POL_ARM_YES) && ev->fs != DIRAHEAD_SENT_FS_UNKNOWN &&
+	/* calls that go on blocking outweigh an earlier `fast` there: judge it again, the process
+	 * too; policy_blocked() backs off where re-judging found it fast again */
+	if (!brief && (v == POL_ARM_FAST || v == POL_ARM_YES) &&
+	    ev->fs != DIRAHEAD_SENT_FS_UNKNOWN &&
 	    policy_blocked(pol, ev->dev_major, ev->dev_minor, ev->magic, now)) {
 		if (d->det)
 			detector_unmute(d->det, ev->tgid, ev->dev_major, ev->dev_minor);

@@ -73,6 +73,17 @@ static inline bool arm_one_dir(bool serial, bool getdents, bool listed_other)
 	return serial && !(getdents && listed_other);
 }
 
+/* Does a blocked call overturn its filesystem's `fast` verdict (re-judge it, arm for it)?  Only
+ * calls that go on blocking: a spell of at least the sentinel's rate interval.  A cold walk or
+ * `ls -l` blocks on and on; a warm program sleeps for a few ms where a handful of its blocks
+ * were evicted (seen here: warm btrfs `ls -l` of 100,000 files, 1-3 reads a run; a warm ext4
+ * `find`, 18 directory blocks read in one getdents64), and each re-judgment armed the hooks
+ * for quiet_s and more, at the cost of every syscall on the machine. */
+static inline bool arm_overturns_fast(uint64_t spell_ns, uint64_t rate_ns)
+{
+	return spell_ns >= rate_ns;
+}
+
 /* Disarm now?  No signal that armed or kept for quiet_ns since last_ns, and no scan or walk
  * running (live). */
 static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_ns, unsigned live)

@@ -225,6 +225,11 @@ enum pol_arm { POL_ARM_YES, POL_ARM_FAST, POL_ARM_NO_GAIN, POL_ARM_HUNG };
 enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 				uint64_t magic, uint64_t now);
 
+/* Whether the stats on this filesystem are judged fast, trusted still or not (the sentinel's
+ * brief spells of blocking do not overturn that: arm_overturns_fast). */
+bool policy_judged_fast(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+			uint64_t magic);
+
 /*
  * A metadata call blocked on this filesystem (the sentinel's signal): evidence that outweighs an
  * earlier `fast` (issue 24 item 2: a verdict reached at the top of a tree, warm, does not hold

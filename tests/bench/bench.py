@@ -23,7 +23,8 @@ Phases:
 The cells whose ratio should be 1.0 (H, O) and the sshfs cells run off and daemon side by side: minutes apart, a
 machine's drift is larger than the cost they measure.
 Cold means a fresh slowfs or sshfs mount, or a remount of the loop filesystem (direct-I/O loop
-device, buffers flushed), before every run.  See README.md "Benchmarks" for how to read the output.
+device, buffers flushed), before every run; warm means a warm-up run (not counted) right before
+each measured run, since this machine pages out what was not touched for a minute.  See README.md "Benchmarks" for how to read the output.
 """
 
 import argparse
@@ -934,6 +935,13 @@ class DaemonLog:
 # ---------------------------------------------------------------------------------------------
 # datasets: files created in random order (so readdir, inode and name order all differ)
 
+def warm_tree(d):
+    """Lists and stats everything below d: its directory blocks and inodes cached again."""
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            os.lstat(os.path.join(root, n))
+
+
 def make_flat(d, n, rng):
     os.makedirs(d)
     names = [f"f{i:06d}" for i in range(1, n + 1)]
@@ -1603,9 +1611,6 @@ class Bench:
             return
         log("phase O: overhead cells, off and daemon interleaved round by round")
         self.daemon = None
-        for s in warm:  # warm the caches (and Python's bytecode) once, not counted
-            for tool in s["tools"]:
-                self.run_once(s, tool, "off")
         rounds = max([s["runs"] for s in warm] + [self.fst["runs"]])
         runs = {}
         fxs = {"off": {}, "daemon": {}}
@@ -1620,6 +1625,12 @@ class Bench:
                     if i >= s["runs"]:
                         continue
                     for tool in s["tools"]:
+                        # Warm means warm when the run starts: this machine pages out what
+                        # was not touched for a minute (DAMON pageout, kdamond), and a round
+                        # goes through every cell, so a cell warmed once at the start read
+                        # its directory blocks from disk again in later rounds (and armed
+                        # the daemon: a blocked getdents64).  Not counted.
+                        self.run_once(s, tool, mode)
                         if mode == "daemon":
                             self.daemon.wait_quiet(self.pids)
                             if not self.daemon.wait_disarmed():
@@ -1633,6 +1644,7 @@ class Bench:
                             self.add_stats(stats.setdefault((s["id"], tool), {}),
                                            self.stats_delta(st0, self.daemon.stats()))
                 if i < self.fst["runs"]:
+                    warm_tree(self.fst_dir)  # as the cells' warm-up above
                     if mode == "daemon":
                         if not self.daemon.wait_disarmed():
                             self.warn("fstatat loops: the daemon was still armed by other "

@@ -106,6 +106,45 @@ static void verdicts(void **state)
 	policy_free(p);
 }
 
+/* A filesystem judged fast, trusted still or not, is overturned only by calls that go on
+ * blocking for the sentinel's rate interval (200 ms): not by a warm program's brief spell of
+ * a few evicted blocks.  Any other verdict, or none, does not ask. */
+static void brief_spells(void **state)
+{
+	(void)state;
+	const uint64_t rate = 200000000ull;
+	assert_false(arm_overturns_fast(0, rate));               /* the spell's first call */
+	assert_false(arm_overturns_fast(3000000, rate));         /* 18 blocks in one getdents64 */
+	assert_true(arm_overturns_fast(rate, rate));             /* the next window, still blocking */
+	assert_true(arm_overturns_fast(5 * SEC, rate));
+
+	struct dd_config c = defaults();
+	struct policy *p = policy_new(&c);
+	assert_false(policy_judged_fast(p, 0, 50, FUSE));       /* never seen */
+	struct pol_fs *fs = policy_fs(p, 0, 50, FUSE, T0);
+	assert_false(policy_judged_fast(p, 0, 50, FUSE));       /* not judged yet */
+	fs->verdict = POL_FAST;
+	fs->verdict_ns = T0;
+	assert_true(policy_judged_fast(p, 0, 50, FUSE));
+	assert_false(policy_judged_fast(p, 0, 50, 0xef53));     /* another filesystem there */
+	/* past its trust it arms on a blocked call, as before, but still counts as fast here */
+	assert_int_equal(policy_arm_verdict(p, 0, 50, FUSE, T0 + 11 * SEC), POL_ARM_YES);
+	assert_true(policy_judged_fast(p, 0, 50, FUSE));
+	fs->verdict = POL_PAYS;
+	assert_false(policy_judged_fast(p, 0, 50, FUSE));
+	fs->verdict = POL_NO_GAIN;
+	assert_false(policy_judged_fast(p, 0, 50, FUSE));
+	policy_free(p);
+
+	/* [policy] enabled = no: nothing is judged */
+	c.policy_enabled = false;
+	p = policy_new(&c);
+	fs = policy_fs(p, 0, 50, FUSE, T0);
+	fs->verdict = POL_FAST;
+	assert_false(policy_judged_fast(p, 0, 50, FUSE));
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -113,6 +152,7 @@ int main(void)
 		cmocka_unit_test(one_dir),
 		cmocka_unit_test(quiet),
 		cmocka_unit_test(verdicts),
+		cmocka_unit_test(brief_spells),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
