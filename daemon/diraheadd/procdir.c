@@ -89,6 +89,40 @@ static int sys_openat2(int dfd, const char *path, struct open_how *how)
 #define STATX_MNT_ID_UNIQUE 0x4000U	/* Linux 6.8 */
 #endif
 
+/*
+ * The device of the superblock of the mount with this unique id (statmount(2), Linux 6.8) into
+ * *maj, *min, where the kernel tells it and its magic is `magic`; else they stay as they are.
+ * BPF and the sentinel name a filesystem by its superblock's s_dev, statx by what the filesystem
+ * reports, on btrfs a per-subvolume anonymous device: a directory found by path was judged under
+ * another number than the one the sentinel asks about (a warm btrfs `ls -l` judged fast there
+ * armed the hooks run after run).  Debian 12's headers predate the call: its ABI (uapi
+ * linux/mount.h) is spelt out here.  A mount in another namespace, or an older kernel: as is.
+ */
+#define DA_NR_STATMOUNT 457	/* the same on every architecture but alpha and mips */
+#define DA_STATMOUNT_SB_BASIC 0x1U
+struct da_mnt_id_req {
+	uint32_t size, spare;
+	uint64_t mnt_id, param;
+};
+struct da_statmount_head {
+	uint32_t size, spare;
+	uint64_t mask;
+	uint32_t sb_dev_major, sb_dev_minor;
+	uint64_t sb_magic;
+};
+static void sb_dev(uint64_t mnt_id, uint64_t magic, uint32_t *maj, uint32_t *min)
+{
+	struct da_mnt_id_req req = { .size = sizeof(req), .mnt_id = mnt_id,
+				     .param = DA_STATMOUNT_SB_BASIC };
+	uint64_t buf[128] = { 0 }; /* the kernel's struct statmount is 512 bytes */
+	struct da_statmount_head *sm = (struct da_statmount_head *)buf;
+	if (syscall(DA_NR_STATMOUNT, &req, buf, sizeof(buf), 0) < 0 ||
+	    !(sm->mask & DA_STATMOUNT_SB_BASIC) || sm->sb_magic != magic)
+		return;
+	*maj = sm->sb_dev_major;
+	*min = sm->sb_dev_minor;
+}
+
 /* Identity by the mount and inode BPF saw.  Not by device number: BPF sees the superblock's
  * s_dev, while stat reports what the filesystem says, and on btrfs that is a per-subvolume
  * anonymous device.  The mount id is what BPF read from the file's vfsmount (unique where the
@@ -409,8 +443,11 @@ static void path_as(void *arg, struct dirahead_call_out *out)
 		out->res = -errno;
 		return;
 	}
-	out->vals[0] = stx.stx_dev_major;
-	out->vals[1] = stx.stx_dev_minor;
+	uint32_t maj = stx.stx_dev_major, min = stx.stx_dev_minor;
+	if (stx.stx_mask & STATX_MNT_ID_UNIQUE)
+		sb_dev(stx.stx_mnt_id, (uint64_t)sf.f_type, &maj, &min);
+	out->vals[0] = maj;
+	out->vals[1] = min;
 	out->vals[2] = stx.stx_ino;
 	out->vals[3] = stx.stx_size;
 	out->vals[4] = (uint64_t)sf.f_type;
