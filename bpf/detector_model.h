@@ -150,6 +150,11 @@ struct run {
 	 * (muted, small, a walk's) */
 	__u64 listed;
 	__u64 listed_name;
+	/* a stat of another directory than the run's, since the run's last: the directory, where
+	 * the run moves at its second; the last two files stat'ed elsewhere (their paths'
+	 * hashes: stat'ed again, they are noise, as /etc/localtime; run_stat) */
+	__u64 other;
+	__u64 noise[2];
 };
 
 struct {

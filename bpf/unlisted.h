@@ -265,6 +265,29 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 }
 
 /*
+ * A stat in `parent` (full: its path's hash) that leaves the run where it is, uncounted.  One
+ * stat elsewhere does not end the run; a second there, with none in the run's directory between,
+ * does.  A file stat'ed again elsewhere (one of the last two stat'ed there) is left out
+ * altogether: glibc's localtime() stats /etc/localtime for each file `stat` prints, and that
+ * ended every run of `stat $(cat list)` at its first name.
+ */
+static __always_inline bool stays_put(struct run *r, __u64 parent, __u64 full)
+{
+	if (parent != r->parent && r->parent) {
+		if (full == r->noise[0] || full == r->noise[1])
+			return true;
+		r->noise[1] = r->noise[0];
+		r->noise[0] = full;
+		if (parent != r->other) {
+			r->other = parent;
+			return true;
+		}
+	}
+	r->other = 0;
+	return false;
+}
+
+/*
  * Runs without a listing: a stat no live scan took.  One task-storage lookup; for a dirfd the
  * directory is its dentry, and a run already reported or refused there returns before the name
  * is read; otherwise the name is read and hashed once.
@@ -314,6 +337,8 @@ static __always_inline void run_stat(int dfd, const char *upath,
 		parent = ph.prefix & ~3ULL;
 	}
 	name_key(s, ph.last_slash + 1, n, &hi, &lo);
+	if (stays_put(r, parent, ph.full))
+		return;
 	if (parent != r->parent) {
 		r->parent = parent;
 		r->bloom = 0;

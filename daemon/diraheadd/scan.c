@@ -60,6 +60,9 @@ struct scan {
 	uint32_t bdev_major, bdev_minor;
 	uint64_t bino;
 	bool unlisted;              /* DIRAHEAD_EVF_UNLISTED: the program never listed it */
+	/* the device the program's stat returned, from its SCAN event (later events carry none):
+	 * what a mute of its runs by path is on */
+	uint32_t name_dev_major, name_dev_minor;
 	unsigned gone_ticks;        /* timer ticks in a row BPF had no state for it */
 	bool bpf_gone;              /* BPF dropped it (END, or its state is gone): no controls */
 	int pre_fd;                 /* the directory, opened while resolving a run by path; -1 */
@@ -296,9 +299,13 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 		 * no other filesystem of theirs): its runs elsewhere stay watched */
 		bool by_path = (ev->flags & DIRAHEAD_EVF_UNLISTED) &&
 			       !(ev->ref & (DIRAHEAD_REF_FD | DIRAHEAD_REF_CWD));
+		/* (no device known: forgotten, not muted; BPF takes a mute of runs by path on
+		 * device 0 for one on every filesystem) */
+		bool known = !by_path || ev->name_dev_major || ev->name_dev_minor;
 		detector_scan_mute(m->det, ev->scan_id, ev->tgid, by_path,
 				   by_path ? ev->name_dev_major : ev->dev_major,
-				   by_path ? ev->name_dev_minor : ev->dev_minor, policy_mute_ms(m->pol));
+				   by_path ? ev->name_dev_minor : ev->dev_minor,
+				   known ? policy_mute_ms(m->pol) : 0);
 		m->st->scans_muted++;
 		/* but if it walks, its listings may still be worth doing ahead of it (a program that
 		 * never lists has no walk to follow) */
@@ -336,7 +343,11 @@ static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum d
 			 const struct dec_nums *n)
 {
 	if (ev) {
-		skip_why(s->mgr, ev, why, n);
+		/* a later event than the SCAN: the stat's device is the scan's */
+		struct dirahead_event e = *ev;
+		e.name_dev_major = s->name_dev_major;
+		e.name_dev_minor = s->name_dev_minor;
+		skip_why(s->mgr, &e, why, n);
 	} else {
 		s->mgr->st->skips[why]++;
 		decisions_add(DEC_SKIPPED, DEC_SCAN, s->tgid, s->cred.euid, s->comm,
@@ -628,6 +639,7 @@ static struct scan *new_scan(struct scan_mgr *m, const struct dirahead_event *ev
 		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev),
 		.tid = ev->tid, .bdev_major = a->bdev_major, .bdev_minor = a->bdev_minor,
 		.bino = a->bino, .unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
+		.name_dev_major = ev->name_dev_major, .name_dev_minor = ev->name_dev_minor,
 		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
 		.stats_seen = ev->stats, .app_pos = ev->stats, .window = first_window(m, ev),
 		.start_ns = mono_ns(),

@@ -9,6 +9,8 @@
 # then PROGRESS as it goes on and END when it moves on to a run elsewhere, or exits.  Never for:
 # one name stat'ed over and over, two names in turn, a few names, one name in each of many
 # directories, a directory the process listed (that is an ordinary scan), or with the setting 0.
+# One stat elsewhere after each name (`stat`: glibc's localtime() stats /etc/localtime) does not
+# end a run; the second in a row in another directory moves it there.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/detector.bash"
 
@@ -47,6 +49,12 @@ elif mode == "few":
 elif mode == "many":
     for i in range(1, 21):
         os.stat(os.path.join(top, "..", "many", "m%d" % i, "f000001"))
+elif mode == "clock":
+    # as `stat` does: glibc's localtime() stats /etc/localtime after each name
+    t = os.path.join(top, "..", "many", "m1", "f000001")
+    for x in names[:30]:
+        os.stat(os.path.join(a, x))
+        os.stat(t)
 elif mode == "listed":
     ns = sorted(os.listdir(a))
     for x in ns[:30]: os.stat(os.path.join(a, x))
@@ -69,7 +77,7 @@ run pid "$PY" "$T/unlisted.py" rel "$T/top"
 run pid_abs "$PY" "$T/unlisted.py" abs "$T/top"
 run pid_fd "$PY" "$T/unlisted.py" dirfd "$T/top"
 run pid_cwd "$PY" "$T/unlisted.py" cwd "$T/top"
-for m in same pair few many listed; do run "pid_$m" "$PY" "$T/unlisted.py" $m "$T/top"; done
+for m in same pair few many listed clock; do run "pid_$m" "$PY" "$T/unlisted.py" $m "$T/top"; done
 flush
 
 # by path the directory is known by its name only: dev 0:0, a hash for inode
@@ -102,6 +110,9 @@ for m in same pair few many; do
 	assert_eq "$(since_mark | grep "^SCAN tgid=${!p} " | grep -cE " ino=$AINO | path=($A|.*/many/m[0-9]+)$")" 0 \
 		"$m: no SCAN"
 done
+clock=$(since_mark | grep "^SCAN tgid=$pid_clock " | grep ' unlisted=1 ' | grep " path=$A$" || true)
+assert_eq "$(grep -c . <<<"$clock")" 1 "clock: SCAN of a, with a stat elsewhere after each name"
+assert_eq "$(field "$clock" stats)" 8 "clock: stats at the SCAN"
 line=$(events SCAN "$AINO" "$pid_listed")
 assert_eq "$(grep -c . <<<"$line")" 1 "listed: one SCAN"
 assert_eq "$(field "$line" unlisted)" 0 "listed: an ordinary scan"
