@@ -155,6 +155,7 @@ struct run {
 	 * hashes: stat'ed again, they are noise, as /etc/localtime; run_stat) */
 	__u64 other;
 	__u64 noise[2];
+	__u64 first_bit, first_hi, first_lo;	/* the first stat there: its name's bit and key */
 };
 
 struct {

@@ -264,14 +264,27 @@ __noinline int promote(int dfd, __u64 dentry, long n, int name_off, int prefix_e
 	return 0;
 }
 
+/* The thread's run starts afresh in `parent`. */
+static __always_inline void run_start(struct run *r, __u64 parent)
+{
+	r->parent = parent;
+	r->bloom = 0;
+	r->count = 0;
+	r->done = 0;
+	r->t_first = bpf_ktime_get_ns();
+	r->sorted = 1;
+}
+
 /*
- * A stat in `parent` (full: its path's hash) that leaves the run where it is, uncounted.  One
- * stat elsewhere does not end the run; a second there, with none in the run's directory between,
- * does.  A file stat'ed again elsewhere (one of the last two stat'ed there) is left out
- * altogether: glibc's localtime() stats /etc/localtime for each file `stat` prints, and that
- * ended every run of `stat $(cat list)` at its first name.
+ * A stat in `parent` (full: its path's hash; bit, hi, lo: its name's bloom bit and key) that
+ * leaves the run where it is, uncounted.  One stat elsewhere does not end the run; a second
+ * there, with none in the run's directory between, moves the run there, the first one counted.
+ * A file stat'ed again elsewhere (one of the last two stat'ed there) is left out altogether:
+ * glibc's localtime() stats /etc/localtime for each file `stat` prints, and that ended every
+ * run of `stat $(cat list)` at its first name.
  */
-static __always_inline bool stays_put(struct run *r, __u64 parent, __u64 full)
+static __always_inline bool stays_put(struct run *r, __u64 parent, __u64 full, __u64 bit,
+				      __u64 hi, __u64 lo)
 {
 	if (parent != r->parent && r->parent) {
 		if (full == r->noise[0] || full == r->noise[1])
@@ -280,8 +293,16 @@ static __always_inline bool stays_put(struct run *r, __u64 parent, __u64 full)
 		r->noise[0] = full;
 		if (parent != r->other) {
 			r->other = parent;
+			r->first_bit = bit;
+			r->first_hi = hi;
+			r->first_lo = lo;
 			return true;
 		}
+		run_start(r, parent);
+		r->bloom = r->first_bit;
+		r->count = 1;
+		r->key_hi = r->first_hi;
+		r->key_lo = r->first_lo;
 	}
 	r->other = 0;
 	return false;
@@ -337,22 +358,17 @@ static __always_inline void run_stat(int dfd, const char *upath,
 		parent = ph.prefix & ~3ULL;
 	}
 	name_key(s, ph.last_slash + 1, n, &hi, &lo);
-	if (stays_put(r, parent, ph.full))
+	bit = 1ULL << (ph.name & 63);
+	if (stays_put(r, parent, ph.full, bit, hi, lo))
 		return;
 	if (parent != r->parent) {
-		r->parent = parent;
-		r->bloom = 0;
-		r->count = 0;
-		r->done = 0;
-		r->t_first = bpf_ktime_get_ns();
-		r->sorted = 1;
+		run_start(r, parent);
 	} else if (r->done) {
 		return;
-	} else if (!(r->bloom & (1ULL << (ph.name & 63))) &&
+	} else if (!(r->bloom & bit) &&
 		   (hi < r->key_hi || (hi == r->key_hi && lo <= r->key_lo))) {
 		r->sorted = 0;	/* (equal keys: names alike in 16 bytes, order unknown) */
 	}
-	bit = 1ULL << (ph.name & 63);
 	if (r->bloom & bit)
 		return;
 	r->bloom |= bit;
