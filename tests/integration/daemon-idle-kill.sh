@@ -6,7 +6,8 @@
 #    threads) stay the same over 3 s.  Other processes on the machine may make it work (their
 #    scans are events too): a window in which it used CPU and its BPF event count moved is tried
 #    again, and on a machine that never stays quiet the detector is told to track no directory
-#    (min_dir_size), so that no process can cause events.  CPU used without an event fails.
+#    (min_dir_size), so that no process can cause events.  CPU used without an event fails
+#    (more than one tick: one is retried, as the sampled accounting charged one under load).
 # 2. kill -9 of the daemon, in the middle of a scan, leaves none of its BPF programs loaded and
 #    none of its links attached.  Its programs and links are found through its own fds
 #    (/proc/PID/fdinfo: prog_id, link_id), so other daemons running on the machine do not count.
@@ -73,8 +74,12 @@ idle_window() {
 	ev1=$(daemon_stat bpf_events)
 	info "idle window $1: cpu ticks $c0 -> $c1, bpf events $ev0 -> $ev1"
 	[ "$c1" = "$c0" ] && return 0
-	# CPU used with no event to handle: busy polling or a timer left armed.
-	[ "$ev0" != "$ev1" ] || fail "diraheadd used $((c1 - c0)) CPU ticks in 3 s without an event"
+	# CPU used with no event to handle: busy polling or a timer left armed (busy polling
+	# costs ~300 ticks in 3 s).  One tick is not that: beside two busy loops, a window was
+	# charged one (the sampled tick accounting), with no event and nothing else to show for it
+	# in the log; it is retried as a window with events is.
+	[ "$ev0" != "$ev1" ] || [ $((c1 - c0)) -le 1 ] ||
+		fail "diraheadd used $((c1 - c0)) CPU ticks in 3 s without an event"
 	return 1
 }
 idle_ok=0
