@@ -6,29 +6,29 @@
 # arm_overturns_fast), not by a brief one.  A warm program sleeps now and then where a few of
 # its blocks were evicted (a warm btrfs `ls -l` of 100,000 files read 1-3 blocks a run here),
 # and each such re-judgment armed the hooks for quiet_s and more, at the cost of every syscall
-# on the machine.  On slowfs whose entries at depth 3 wait 2 ms (--depth-latency):
+# on the machine.  On slowfs whose entries at depth 3 wait 5 ms (--depth-latency):
 #  1. a cold `ls -l` of a directory at depth 2 (its entries answered at once) arms from cold and
 #     is judged fast;
-#  2. a cold `ls -l` of 8 slow files (~30 ms of blocking): not armed, the verdict stays fast,
+#  2. a cold `ls -l` of 8 slow files (~50 ms of blocking): not armed, the verdict stays fast,
 #     the signal counted as ignored_verdict;
-#  3. a cold `ls -l` of 600 slow files (~1.2 s): armed, judged again, prefetched; the program
+#  3. a cold `ls -l` of 400 slow files (~2 s): armed, judged again, prefetched; the program
 #     sends under half of its lookups itself.
 # Counted, never timed: the daemon's counters and slowfs's per-process lookups.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
 
-NFAST=600 NBRIEF=8 NLONG=600
+NFAST=600 NBRIEF=8 NLONG=400
 make_files "$T/back/fast" $NFAST
 make_files "$T/back/d/brief" $NBRIEF
 make_files "$T/back/d/long" $NLONG
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
-# start_factor 10: prefetch pays above 10x an entry's cost (~100-300 us on FUSE): the fast
-# directory's stats (FUSE at no delay) are judged fast, the slow ones (2 ms) pay, on a busy
-# machine too
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\nquiet_s = 1\n[policy]\nstart_factor = 10\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
+# prefetch pays above 15 x 100 us (the prior cost of an entry: nothing is prefetched before
+# step 3): the fast directory's stats (FUSE at no delay: 10-30 us, 330 us beside two busy loops)
+# are judged fast, the slow ones (5 ms) pay, on a busy machine too
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\nquiet_s = 1\n[policy]\nstart_factor = 15\nentry_cost_us = 100\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
 # the mount's root is depth 0: fast and d 1, fast's files and brief, long 2, their files 3
-slowfs_mount "$T/back" "$T/mnt" --depth-latency 3:2000
+slowfs_mount "$T/back" "$T/mnt" --depth-latency 3:5000
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 disarmed() { [ "$(daemon_stat armed)" = 0 ]; }
 run() { # DIR: a cold ls -l of it; its own lookups into $T/own
@@ -58,7 +58,7 @@ grep -q "re-judged: .*on $dev, judged fast before" "$DAEMON_LOG" && fail "a brie
 p0=$(daemon_stat entries_prefetched)
 run d/long
 own=$(cat "$T/own")
-info "600 slow files: $own lookups sent by ls itself, $(($(daemon_stat entries_prefetched) - p0)) prefetched"
+info "$NLONG slow files: $own lookups sent by ls itself, $(($(daemon_stat entries_prefetched) - p0)) prefetched"
 assert_eq "$(daemon_stat arms)" 2 "arms by calls that went on blocking"
 grep -q "re-judged: .*on $dev, judged fast before" "$DAEMON_LOG" || fail "the long spell did not re-judge"
 assert_ge $(($(daemon_stat entries_prefetched) - p0)) $((NLONG / 4)) "entries prefetched for the long spell"
