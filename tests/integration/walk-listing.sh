@@ -11,8 +11,10 @@
 #     filesystem's listing verdict is "pays".
 #  2. The same without --cache-listing: listing ahead saves the program nothing (its listings
 #     are timed no faster), the walk ends no_gain, and the next walker there gets no walk.
-#  3. A warm local tree: the daemon's listings wait for nothing, the walk ends fast_listings
-#     after a few directories, and the next walker there gets no walk.
+#  3. A warm local tree, with the hooks attached (arm = always, by a reload: on-block, a warm
+#     walk blocks on nothing and arms nothing, arm-warm.sh's subject): the daemon's listings
+#     wait for nothing, the walk ends fast_listings after a few directories, and the next
+#     walker there gets no walk.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
@@ -115,6 +117,12 @@ assert_eq "$(daemon_stat walks_started)" "$w0" "walks started where listing ahea
 slowfs_unmount "$T/mnt"
 
 # --- 3. a warm local tree: the listings wait for nothing ------------------------------------------
+# (armed only by chance in on-block mode: part 2's arming lasts quiet_s, which a busy machine's
+# copy below outlasts)
+printf "[detect]\narm = always\n" >>"$DAEMON_CONF"
+kill -HUP "$DAEMON_PID"
+reloaded() { [ "$(daemon_stat reloads_ok)" -ge 1 ] && [ "$(daemon_stat armed)" = 1 ]; }
+wait_for 5 reloaded
 mkdir -p "$T/local"
 cp -a "$T/back/tree" "$T/local/"
 for i in $(seq 1 40); do make_files "$T/local/tree/more/m$i" 5; done
