@@ -19,7 +19,8 @@ Phases:
   B (one daemon): cold local, cold slow but sshfs                          -> daemon
   H (harm):       listing-only cold cells and sshfs, off and daemon interleaved run by run, a
                   daemon started for each daemon half
-  O (overhead):   warm cells, Python start-up, fstatat loops, ping-pong, interleaved as H
+  O (overhead):   warm cells, Python start-up, fstatat loops, ping-pong: off and daemon back to
+                  back, a daemon started for each daemon run; also reported as paired ratios
 The cells whose ratio should be 1.0 (H, O) and the sshfs cells run off and daemon side by side: minutes apart, a
 machine's drift is larger than the cost they measure.
 Cold means a fresh slowfs or sshfs mount, or a remount of the loop filesystem (direct-I/O loop
@@ -1584,9 +1585,11 @@ class Bench:
                 acc[k] = acc.get(k, 0) + v
         acc.setdefault("log", d["log"])
 
-    def record_interleaved(self, cells, runs, stats):
+    def record_interleaved(self, cells, runs, stats, paired=False):
         for s in cells:
             for tool in s["tools"]:
+                if paired:  # off and daemon run i side by side (phase O): ratios(c) pairs them
+                    self.cell(s, tool)["paired"] = True
                 for mode in ("off", "daemon"):  # explicit, if any: phase A's
                     m = self.record(s, tool, mode, runs[(s["id"], tool, mode)])
                     log(f"  {s['id']:34} {LABEL[tool]:18} {mode:8} median {m['median']:8.3f} s "
@@ -1600,69 +1603,93 @@ class Bench:
 
     def phase_o(self):
         """The overhead cells (warm trees, Python start-up, the fstatat loops, the ping-pong),
-        off and daemon interleaved: each round runs every cell once with no daemon and once with
-        a daemon started for that half, in an order that alternates from round to round.  Run
-        in separate phases minutes apart, a noisy machine's drift was larger than the cost
-        measured (0.88-1.47x on cells where no hook of ours but the sentinel ran)."""
+        off and daemon side by side: each round runs every cell once with no daemon and once
+        with a daemon started for that run alone, back to back, in an order that alternates
+        from cell to cell and round to round.  Run minutes apart (in separate phases, or in
+        halves of a round), a noisy machine's drift was larger than the cost measured
+        (0.88-1.47x, then 0.88-1.08x, on cells where no hook of ours but the sentinel ran);
+        each round's daemon/off pair is also reported as a ratio (the paired ratio, the median
+        of a cell's rounds), which the drift between rounds does not reach.  A daemon start
+        costs ~0.5 s a pair; the daemons share their state directory, as restarts of one
+        service do, so each meets a filesystem as a restarted daemon would."""
         t0 = time.monotonic()
         _, _, warm = self.groups()
         if not warm:  # --only chose no overhead cell: the loops are left out too
             self.timing["phase_o_s"] = 0
             return
-        log("phase O: overhead cells, off and daemon interleaved round by round")
+        log("phase O: overhead cells, off and daemon side by side, a daemon per run")
         self.daemon = None
         rounds = max([s["runs"] for s in warm] + [self.fst["runs"]])
         runs = {}
         fxs = {"off": {}, "daemon": {}}
         stats = {}
         for i in range(rounds):
-            for mode in alternate(i):
-                if mode == "daemon":
-                    self.start_half_daemon()
-                    # the first run after a start pays for the daemon's start-up: not counted
-                    self.run_once(warm[0], warm[0]["tools"][0], "daemon")
-                for s in warm:
-                    if i >= s["runs"]:
-                        continue
-                    for tool in s["tools"]:
-                        # Warm means warm when the run starts: this machine pages out what
-                        # was not touched for a minute (DAMON pageout, kdamond), and a round
-                        # goes through every cell, so a cell warmed once at the start read
-                        # its directory blocks from disk again in later rounds (and armed
-                        # the daemon: a blocked getdents64).  Not counted.
-                        self.run_once(s, tool, mode)
-                        if mode == "daemon":
-                            self.daemon.wait_quiet(self.pids)
-                            if not self.daemon.wait_disarmed():
-                                self.warn(f"{s['id']} {tool}: the daemon was still armed by "
-                                          "other processes after 12 s")
-                            st0 = self.daemon.stats()
-                            self.dlog.mark()
-                            self.cell_pids = set()
-                        runs.setdefault((s["id"], tool, mode), []).append(self.run_once(s, tool, mode))
-                        if mode == "daemon":
-                            self.add_stats(stats.setdefault((s["id"], tool), {}),
-                                           self.stats_delta(st0, self.daemon.stats()))
-                if i < self.fst["runs"]:
-                    warm_tree(self.fst_dir)  # as the cells' warm-up above
-                    if mode == "daemon":
-                        if not self.daemon.wait_disarmed():
-                            self.warn("fstatat loops: the daemon was still armed by other "
-                                      "processes after 12 s")
-                        st0 = self.daemon.stats()
-                    self.fstatat_once(mode, fxs[mode])
-                    if mode == "daemon":
-                        d = self.stats_delta(st0, self.daemon.stats())
-                        for k in ("arms", "armed_seconds"):
-                            self.fstat_arms[k] = self.fstat_arms.get(k, 0) + d[k]
-                if mode == "daemon":
-                    self.daemon.stop()
-                    self.daemon = None
-        self.record_interleaved(warm, runs, stats)
+            k = 0
+            for s in warm:
+                if i >= s["runs"]:
+                    continue
+                for tool in s["tools"]:
+                    for mode in alternate(i + k):
+                        r, d = self.overhead_run(s, tool, mode)
+                        runs.setdefault((s["id"], tool, mode), []).append(r)
+                        if d is not None:
+                            self.add_stats(stats.setdefault((s["id"], tool), {}), d)
+                    k += 1
+            if i < self.fst["runs"]:
+                for mode in alternate(i):
+                    self.overhead_loops(mode, fxs[mode])
+        self.record_interleaved(warm, runs, stats, paired=True)
         self.record_fstatat(fxs)
         log(f"  fstatat loops and ping-pong: {self.fstat_arms.get('arms', 0)} arms, "
             f"{self.fstat_arms.get('armed_seconds', 0):.1f} s armed")
         self.timing["phase_o_s"] = time.monotonic() - t0
+
+    def overhead_run(self, s, tool, mode):
+        """One measured run of an overhead cell in mode, after a warm-up run that is not
+        counted: warm means warm when the run starts (this machine pages out what went
+        untouched for a minute: DAMON pageout, kdamond), and the first run after a daemon's
+        start pays for its start-up.  Returns the run and, in daemon mode, the daemon's
+        statistics over it."""
+        if mode == "daemon":
+            self.start_half_daemon()
+        try:
+            self.run_once(s, tool, mode)
+            if mode != "daemon":
+                return self.run_once(s, tool, mode), None
+            self.daemon.wait_quiet(self.pids)
+            if not self.daemon.wait_disarmed():
+                self.warn(f"{s['id']} {tool}: the daemon was still armed by other processes "
+                          "after 12 s")
+            st0 = self.daemon.stats()
+            self.dlog.mark()
+            self.cell_pids = set()
+            r = self.run_once(s, tool, mode)
+            return r, self.stats_delta(st0, self.daemon.stats())
+        finally:
+            if mode == "daemon":
+                self.daemon.stop()
+                self.daemon = None
+
+    def overhead_loops(self, mode, xs):
+        """One run of the fstatat loops and the ping-pong in mode (a daemon of their own)."""
+        if mode == "daemon":
+            self.start_half_daemon()
+        try:
+            warm_tree(self.fst_dir)  # as the cells' warm-up
+            if mode == "daemon":
+                if not self.daemon.wait_disarmed():
+                    self.warn("fstatat loops: the daemon was still armed by other processes "
+                              "after 12 s")
+                st0 = self.daemon.stats()
+            self.fstatat_once(mode, xs)
+            if mode == "daemon":
+                d = self.stats_delta(st0, self.daemon.stats())
+                for k in ("arms", "armed_seconds"):
+                    self.fstat_arms[k] = self.fstat_arms.get(k, 0) + d[k]
+        finally:
+            if mode == "daemon":
+                self.daemon.stop()
+                self.daemon = None
 
     def stats_delta(self, a, b):
         d = {k: b.get(k, 0) - a.get(k, 0) for k in
@@ -1750,6 +1777,13 @@ def other_daemons(mine=None):
 # ---------------------------------------------------------------------------------------------
 # results: ratios, targets, tables, JSON, chart
 
+def pooled_median_ci(xs, n=2000):
+    """The median of xs and its 95% interval, by a bootstrap with a fixed seed."""
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(n))
+    return statistics.median(xs), meds[int(n * 0.025)], meds[int(n * 0.975) - 1]
+
+
 def saved_compare(c):
     """The daemon's estimate of the program time it saved per run (its saved_seconds over the
     cell's daemon runs, divided by their number) and the time measured saved (off median -
@@ -1787,6 +1821,9 @@ def ratios(c):
     if "off" in m and "daemon" in m:
         r["off_daemon"] = m["off"]["median"] / m["daemon"]["median"]
         r["daemon_off"] = m["daemon"]["median"] / m["off"]["median"]
+        if c.get("paired"):  # the median of the runs' off/daemon pairs (phase O)
+            r["paired_off_daemon"] = statistics.median(
+                o["s"] / d["s"] for o, d in zip(m["off"]["runs"], m["daemon"]["runs"]))
     if "off" in m and "explicit" in m:
         r["off_explicit"] = m["off"]["median"] / m["explicit"]["median"]
     if "off_daemon" in r and "off_explicit" in r:
@@ -1907,9 +1944,24 @@ def targets(b):
     # metadata calls block)
     cand = find(lambda c: c["cache"] == "warm" and c["fs"] in ("ext4", "xfs", "btrfs"))
     if cand:
-        worst = max(c["ratios"].get("daemon_off", 9) for c in cand)
-        add("warm ext4/xfs/btrfs, every cell: off/daemon >= 0.98x", worst <= 1 / 0.98,
-            f"{len(cand)} cells, worst {1 / worst:.3f}x")
+        # judged on the paired ratios (each run's daemon/off pair, side by side): the medians
+        # of the halves carry the drift between runs a minute apart
+        pr = lambda c: c["ratios"].get("paired_off_daemon", c["ratios"].get("off_daemon", 0))
+        worst = min(cand, key=pr)
+        add("warm ext4/xfs/btrfs, every cell: off/daemon >= 0.98x (paired)", pr(worst) >= 0.98,
+            f"{len(cand)} cells, worst {pr(worst):.3f}x ({worst['scenario']} {LABEL[worst['workload']]}), "
+            f"median {statistics.median(pr(c) for c in cand):.3f}x; of the medians: worst "
+            f"{min(c['ratios'].get('off_daemon', 0) for c in cand):.3f}x")
+        pairs = [o["s"] / d["s"] for c in cand if c.get("paired")
+                 for o, d in zip(c["modes"]["off"]["runs"], c["modes"]["daemon"]["runs"])]
+        if len(pairs) >= 20:
+            # every pair of every warm cell together: a cell's 5-7 pairs spread +-25% on a
+            # busy machine, too wide to show 2%; the pooled median's 95% interval (bootstrap,
+            # fixed seed) shows what the daemon costs a warm scan
+            med, lo, hi = pooled_median_ci(pairs)
+            add("warm ext4/xfs/btrfs, all runs pooled: paired off/daemon >= 0.99x (95% interval)",
+                lo >= 0.99, f"{len(pairs)} pairs in {len(cand)} cells: median {med:.3f}x "
+                f"[{lo:.3f}-{hi:.3f}]")
     for kind, m in b.fstat_cells.items():
         if "overhead" in m:
             what = {"scan": "fstatat loop (listed directory)", "plain": "fstatat loop (no listing)",
@@ -2023,7 +2075,8 @@ def markdown(b, T, meta):
     L.append("")
     L.append("Times in seconds: median (min-max) of the runs. off = no daemon; explicit = "
              "`diraheadctl prefetch` started with the tool; daemon = diraheadd with the shipped "
-             "defaults. off/daemon and off/explicit are speedups; of expl. = the daemon's speedup as "
+             "defaults. off/daemon and off/explicit are speedups (paired: overhead cells, the "
+             "median of each run's off/daemon pair, run side by side); of expl. = the daemon's speedup as "
              "a fraction of explicit's (t_explicit / t_daemon). prefetched, hit %, late %, wasted: "
              "the daemon's counters over the cell's daemon runs, all runs together (hit % = hits / "
              "(hits + late + misses), late % = found in flight, both sampled per progress event; "
@@ -2062,7 +2115,8 @@ def markdown(b, T, meta):
             lk = f"{m['off']['app_lookups']:.0f} / {m.get('daemon', {}).get('app_lookups', float('nan')):.0f}"
         runs = max(x["n"] for x in m.values())
         L.append(f"| {c['scenario']}{' †' if c.get('contaminated') else ''} | {LABEL[c['workload']]} | {runs} | {fmt_t(m.get('off'))} | "
-                 f"{fmt_t(m.get('explicit'))} | {fmt_t(m.get('daemon'))} | {fmt_x(r.get('off_daemon'))} | "
+                 f"{fmt_t(m.get('explicit'))} | {fmt_t(m.get('daemon'))} | {fmt_x(r.get('off_daemon'))}"
+                 f"{'' if r.get('paired_off_daemon') is None else ' (' + fmt_x(r['paired_off_daemon']) + ' paired)'} | "
                  f"{fmt_x(r.get('off_explicit'))} | "
                  f"{'' if r.get('fraction_of_explicit') is None else format(r['fraction_of_explicit'], '.0%')} | "
                  f"{ours} | {'' if hr is None else format(hr, '.0%')} | "
@@ -2121,7 +2175,7 @@ def markdown(b, T, meta):
     L.append(f"Timing: setup {meta['timing']['setup_s']:.0f} s, phase A {meta['timing']['phase_a_s']:.0f} s, "
              f"phase B {meta['timing']['phase_b_s']:.0f} s, "
              f"phase H (harm and sshfs, interleaved) {meta['timing'].get('phase_h_s', 0):.0f} s, "
-             f"phase O (overhead, interleaved) {meta['timing'].get('phase_o_s', 0):.0f} s.")
+             f"phase O (overhead, side by side) {meta['timing'].get('phase_o_s', 0):.0f} s.")
     L.append("")
     return "\n".join(L)
 
