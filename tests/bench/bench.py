@@ -1446,6 +1446,7 @@ class Bench:
         for mode, kinds in xs.items():
             for kind, v in kinds.items():
                 m = summary(v)
+                m["runs"] = v  # in round order: off and daemon run i were side by side
                 self.fstat_cells.setdefault(kind, {})[mode] = m
                 unit = "ns/round trip" if kind == "pingpong" else "ns/call"
                 log(f"  {'fstatat-loop ' + kind if kind != 'pingpong' else 'pingpong':19} {mode:8} "
@@ -1936,6 +1937,8 @@ def targets(b):
         if "off" in m and "daemon" in m:
             ov = m["daemon"]["median"] / m["off"]["median"] - 1
             m["overhead"] = ov
+            m["paired_overhead"] = statistics.median(
+                d / o - 1 for o, d in zip(m["off"]["runs"], m["daemon"]["runs"]))
             if kind == "pingpong":
                 continue
             add(f"fstatat loop overhead ({'listed directory' if kind == 'scan' else 'no listing'}): <= 5%",
@@ -1966,8 +1969,8 @@ def targets(b):
         if "overhead" in m:
             what = {"scan": "fstatat loop (listed directory)", "plain": "fstatat loop (no listing)",
                     "pingpong": "context-switch storm (pipe ping-pong x1M)"}[kind]
-            add(f"{what}: <= +2%", m["overhead"] <= 0.02,
-                f"{m['overhead']:+.1%} ({b.fstat_arms.get('arms', 0)} arms, {b.fstat_arms.get('armed_seconds', 0):.1f} s armed over the loops)")
+            add(f"{what}: <= +2% (paired)", m["paired_overhead"] <= 0.02,
+                f"{m['paired_overhead']:+.1%}, of the medians {m['overhead']:+.1%} ({b.fstat_arms.get('arms', 0)} arms, {b.fstat_arms.get('armed_seconds', 0):.1f} s armed over the loops)")
     # 5. harm
     cand = find(lambda c: c["harm"])
     if cand:
@@ -2125,13 +2128,14 @@ def markdown(b, T, meta):
     L.append("")
     L.append("## Per-call overhead (fstatat on 1,000 cached files, 1,000,000 calls; pipe ping-pong)")
     L.append("")
-    L.append("| loop | off ns/call | daemon ns/call | overhead |")
-    L.append("|---|---|---|---|")
+    L.append("| loop | off ns/call | daemon ns/call | overhead | paired |")
+    L.append("|---|---|---|---|---|")
     for kind, m in b.fstat_cells.items():
         f = lambda x: f"{x['median']:.1f} ({x['min']:.1f}-{x['max']:.1f})" if x else ""
         ov = m.get("overhead")
         L.append(f"| {LABEL['fstatat_' + kind]} | {f(m.get('off'))} | {f(m.get('daemon'))} | "
-                 f"{'' if ov is None else format(ov, '+.1%')} |")
+                 f"{'' if ov is None else format(ov, '+.1%')} | "
+                 f"{'' if m.get('paired_overhead') is None else format(m['paired_overhead'], '+.1%')} |")
     L.append("")
     if meta.get("sshfs_relay"):
         r = meta["sshfs_relay"]
