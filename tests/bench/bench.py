@@ -2287,6 +2287,12 @@ def main():
             print(f"bench: {args.build}/{exe} missing: run make bench (or make all)", file=sys.stderr)
             return 2
 
+    others = other_daemons()
+    if others:  # its sentinel and detector see every cell's tools, off runs too
+        print("bench: another diraheadd is running; stop it first (systemctl stop diraheadd), "
+              "or no off run is off:\n  " + "\n  ".join(others), file=sys.stderr)
+        return 2
+
     def on_signal(signum, frame):
         raise SystemExit(128 + signum)
     # Ctrl-C even when started from a shell that made background jobs ignore SIGINT.
