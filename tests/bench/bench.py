@@ -30,6 +30,7 @@ each measured run, since this machine pages out what was not touched for a minut
 
 import argparse
 import collections
+import contextlib
 import ctypes
 import datetime
 import json
@@ -1574,7 +1575,7 @@ class Bench:
         self.timing["phase_h_s"] = time.monotonic() - t0
 
     def start_half_daemon(self):
-        """A daemon for one daemon half of an interleaved round (phases H and O)."""
+        """A daemon for one daemon half of an interleaved round (phase H) or one run (O)."""
         self.daemon = Daemon(self.build, self.scratch, self.a.set or ())
         self.daemon.start()
         self.dlog = DaemonLog(self.daemon.logpath)
@@ -1645,52 +1646,54 @@ class Bench:
             f"{self.fstat_arms.get('armed_seconds', 0):.1f} s armed")
         self.timing["phase_o_s"] = time.monotonic() - t0
 
+    @contextlib.contextmanager
+    def run_daemon(self, mode):
+        """In daemon mode, a daemon of its own for the body (phase O's runs), stopped after."""
+        if mode != "daemon":
+            yield
+            return
+        self.start_half_daemon()
+        try:
+            yield
+        finally:
+            self.daemon.stop()
+            self.daemon = None
+
+    def wait_disarmed(self, what):
+        if not self.daemon.wait_disarmed():
+            self.warn(f"{what}: the daemon was still armed by other processes after 12 s")
+
     def overhead_run(self, s, tool, mode):
         """One measured run of an overhead cell in mode, after a warm-up run that is not
         counted: warm means warm when the run starts (this machine pages out what went
         untouched for a minute: DAMON pageout, kdamond), and the first run after a daemon's
         start pays for its start-up.  Returns the run and, in daemon mode, the daemon's
         statistics over it."""
-        if mode == "daemon":
-            self.start_half_daemon()
-        try:
+        with self.run_daemon(mode):
             self.run_once(s, tool, mode)
             if mode != "daemon":
                 return self.run_once(s, tool, mode), None
             self.daemon.wait_quiet(self.pids)
-            if not self.daemon.wait_disarmed():
-                self.warn(f"{s['id']} {tool}: the daemon was still armed by other processes "
-                          "after 12 s")
+            self.wait_disarmed(f"{s['id']} {tool}")
             st0 = self.daemon.stats()
             self.dlog.mark()
             self.cell_pids = set()
             r = self.run_once(s, tool, mode)
             return r, self.stats_delta(st0, self.daemon.stats())
-        finally:
-            if mode == "daemon":
-                self.daemon.stop()
-                self.daemon = None
 
     def overhead_loops(self, mode, xs):
         """One run of the fstatat loops and the ping-pong in mode (a daemon of their own)."""
-        if mode == "daemon":
-            self.start_half_daemon()
-        try:
+        with self.run_daemon(mode):
             warm_tree(self.fst_dir)  # as the cells' warm-up
-            if mode == "daemon":
-                if not self.daemon.wait_disarmed():
-                    self.warn("fstatat loops: the daemon was still armed by other processes "
-                              "after 12 s")
-                st0 = self.daemon.stats()
+            if mode != "daemon":
+                self.fstatat_once(mode, xs)
+                return
+            self.wait_disarmed("fstatat loops")
+            st0 = self.daemon.stats()
             self.fstatat_once(mode, xs)
-            if mode == "daemon":
-                d = self.stats_delta(st0, self.daemon.stats())
-                for k in ("arms", "armed_seconds"):
-                    self.fstat_arms[k] = self.fstat_arms.get(k, 0) + d[k]
-        finally:
-            if mode == "daemon":
-                self.daemon.stop()
-                self.daemon = None
+            d = self.stats_delta(st0, self.daemon.stats())
+            for k in ("arms", "armed_seconds"):
+                self.fstat_arms[k] = self.fstat_arms.get(k, 0) + d[k]
 
     def stats_delta(self, a, b):
         d = {k: b.get(k, 0) - a.get(k, 0) for k in
@@ -1778,6 +1781,12 @@ def other_daemons(mine=None):
 # ---------------------------------------------------------------------------------------------
 # results: ratios, targets, tables, JSON, chart
 
+def pair_ratios(c):
+    """A paired cell's off/daemon ratio of each run (run i of each mode were side by side)."""
+    m = c["modes"]
+    return [o["s"] / d["s"] for o, d in zip(m["off"]["runs"], m["daemon"]["runs"])]
+
+
 def pooled_median_ci(xs, n=2000):
     """The median of xs and its 95% interval, by a bootstrap with a fixed seed."""
     rng = random.Random(1)
@@ -1823,8 +1832,7 @@ def ratios(c):
         r["off_daemon"] = m["off"]["median"] / m["daemon"]["median"]
         r["daemon_off"] = m["daemon"]["median"] / m["off"]["median"]
         if c.get("paired"):  # the median of the runs' off/daemon pairs (phase O)
-            r["paired_off_daemon"] = statistics.median(
-                o["s"] / d["s"] for o, d in zip(m["off"]["runs"], m["daemon"]["runs"]))
+            r["paired_off_daemon"] = statistics.median(pair_ratios(c))
     if "off" in m and "explicit" in m:
         r["off_explicit"] = m["off"]["median"] / m["explicit"]["median"]
     if "off_daemon" in r and "off_explicit" in r:
@@ -1955,8 +1963,7 @@ def targets(b):
             f"{len(cand)} cells, worst {pr(worst):.3f}x ({worst['scenario']} {LABEL[worst['workload']]}), "
             f"median {statistics.median(pr(c) for c in cand):.3f}x; of the medians: worst "
             f"{min(c['ratios'].get('off_daemon', 0) for c in cand):.3f}x")
-        pairs = [o["s"] / d["s"] for c in cand if c.get("paired")
-                 for o, d in zip(c["modes"]["off"]["runs"], c["modes"]["daemon"]["runs"])]
+        pairs = [x for c in cand if c.get("paired") for x in pair_ratios(c)]
         if len(pairs) >= 20:
             # every pair of every warm cell together: a cell's 5-7 pairs spread +-25% on a
             # busy machine, too wide to show 2%; the pooled median's 95% interval (bootstrap,
