@@ -170,6 +170,9 @@ struct dirahead_completion {
 	uint64_t latency_ns;          /* submission to completion */
 	unsigned char type;           /* DT_* from getdents (DT_UNKNOWN on some filesystems) */
 	const struct statx *stx;      /* the attributes fetched, NULL on error */
+	/* added after the draft: */
+	uint32_t covered;             /* entries that follow it in the order, passed over as in
+	                               * its inode group (DIRAHEAD_DIR_SHARED_READS): fetched by it */
 };
 
 typedef void (*dirahead_complete_fn)(const struct dirahead_completion *c, void *engine_data);
@@ -283,6 +286,14 @@ void dirahead_call_close(struct dirahead_call_out *out);
  * (dirahead_dir_info.read) but neither fetched nor reported.
  */
 #define DIRAHEAD_DIR_LIST_ONLY 0x1u
+/*
+ * The entries share their reads (a block device's filesystem reads inodes by the block or
+ * cluster): an entry whose inode number is in the same aligned group of 16 as the request just
+ * submitted, while that one is in flight, is not fetched but reported with it
+ * (dirahead_completion.covered), so that the requests in flight are distinct reads rather than
+ * 16 waiting on one.  Directories are always fetched.
+ */
+#define DIRAHEAD_DIR_SHARED_READS 0x2u
 
 struct dirahead_engine_stats {
 	uint64_t submitted, completed, errors;

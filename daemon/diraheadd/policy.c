@@ -506,6 +506,12 @@ bool policy_reads_shared(uint64_t magic, uint32_t dev_major)
 	return dev_major != 0 || magic == 0x9123683EULL;
 }
 
+bool policy_inode_groups(uint64_t magic, uint32_t dev_major)
+{
+	/* FUSE over a block device (fuseblk) still looks up each name on its own */
+	return policy_reads_shared(magic, dev_major) && magic != 0x65735546ULL;
+}
+
 double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared)
 {
 	if (!w || !w->n || !used)

@@ -338,6 +338,10 @@ struct pol_waits {
 void policy_waits_add(struct pol_waits *w, uint64_t done_ns, uint64_t latency_ns);
 /* Do the entries of a filesystem share their reads (inode blocks of a block device)? */
 bool policy_reads_shared(uint64_t magic, uint32_t dev_major);
+/* Does one statx read an entry's neighbours in inode order too (a block device's filesystem,
+ * not FUSE): the engine then sends one request per inode group (DIRAHEAD_DIR_SHARED_READS), so
+ * that its requests in flight are distinct reads, not 16 waiting on one cluster. */
+bool policy_inode_groups(uint64_t magic, uint32_t dev_major);
 /* What the program could have waited for `used` of the requests in w, in seconds. */
 double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared);
 /* *measured (may be NULL): whether any figures stood behind the estimate. */

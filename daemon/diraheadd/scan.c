@@ -925,6 +925,7 @@ static void opened(struct start_job *job)
 	struct dirahead_dir_opts o = {
 		.size = sizeof(o), .order = s->order, .limit = s->limit,
 		.depth = s->depth, .data = s, .batch = batch, .cred = &s->cred,
+		.flags = policy_inode_groups(s->magic, s->dev_major) ? DIRAHEAD_DIR_SHARED_READS : 0,
 	};
 	s->dir = dirahead_dir_submit(m->engine, fd, &o);
 	close(fd);
@@ -1185,7 +1186,7 @@ static void scan_complete(const struct dirahead_completion *c)
 {
 	struct scan *s = c->dir_data;
 	s->failed += c->error != 0;
-	s->completed++;
+	s->completed += 1 + c->covered;
 	policy_waits_add(&s->waits, mono_ns(), c->latency_ns);
 }
 

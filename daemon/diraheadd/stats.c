@@ -87,6 +87,9 @@ const struct dd_stat_row dd_stat_rows[] = {
 	  .merge = true, .hidden = DD_SKIP_MISMATCH, .into = DD_SKIP_OPEN_FAILED },
 	COUNTER("entries_prefetched", "dirahead_entries_prefetched_total", S(entries_prefetched),
 		"Entries whose attributes were prefetched."),
+	COUNTER("entries_grouped", "dirahead_entries_grouped_total", S(entries_grouped),
+		"Entries prefetched by the request of a neighbour in their inode block (counted in "
+		"entries_prefetched too)."),
 	COUNTER("hits", "dirahead_hits_total", S(hits), "Application stats that found the entry prefetched."),
 	JSON_ONLY("late", S(late)),
 	COUNTER("misses", "dirahead_misses_total", S(misses),

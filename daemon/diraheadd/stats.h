@@ -105,7 +105,9 @@ struct dd_stats {
 	uint64_t scans_started;          /* prefetch started */
 	uint64_t scans_ended[DD_END_MAX];
 	uint64_t skips[DD_SKIP_MAX];
-	uint64_t entries_prefetched;     /* prefetch requests completed without error */
+	uint64_t entries_prefetched;     /* prefetch requests completed without error, and the
+					  * entries they read for their inode group */
+	uint64_t entries_grouped;        /* ... the latter (DIRAHEAD_DIR_SHARED_READS) */
 	uint64_t hits;                   /* the application's stat found the entry fetched */
 	uint64_t late;                   /* ... found it in flight */
 	uint64_t misses;                 /* ... ahead of the window */

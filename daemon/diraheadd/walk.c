@@ -327,7 +327,9 @@ static struct dirahead_dir_opts dir_opts(struct walk *w, struct wnode *n)
 	return (struct dirahead_dir_opts){ .size = sizeof(struct dirahead_dir_opts),
 					   .order = DIRAHEAD_ORDER_READDIR, .limit = UINT64_MAX,
 					   .depth = depth, .data = n,
-					   .flags = n->lo ? DIRAHEAD_DIR_LIST_ONLY : 0,
+					   .flags = n->lo ? DIRAHEAD_DIR_LIST_ONLY
+						  : policy_inode_groups(w->magic, w->dev_major)
+						  ? DIRAHEAD_DIR_SHARED_READS : 0,
 					   .cred = &w->cred };
 }
 
@@ -471,7 +473,8 @@ static void walk_on_complete(const struct dirahead_completion *c)
 	struct wnode *n = c->dir_data;
 	struct walk *w = n->w;
 	struct walk_mgr *m = w->mgr;
-	n->completed++;
+	uint64_t got = 1 + c->covered; /* with the entries it read for its inode group */
+	n->completed += got;
 	uint64_t now = mono_ns();
 	policy_waits_add(&w->waits, now, c->latency_ns);
 	if (!n->eof_ns && n->dir) { /* by now at the latest (visit's listing samples) */
@@ -481,12 +484,12 @@ static void walk_on_complete(const struct dirahead_completion *c)
 			n->eof_ns = now;
 	}
 	if (!c->error) {
-		w->entries++;
+		w->entries += got;
 		if (n->ahead)
-			w->entries_ahead++;
+			w->entries_ahead += got;
 		else if (n->visited) {
-			m->st->walk_entries_used++;
-			w->entries_used++;
+			m->st->walk_entries_used += got;
+			w->entries_used += got;
 		}
 	}
 	if (n->zombie || w->life == WALK_ENDED || !c->stx || !S_ISDIR(c->stx->stx_mode))

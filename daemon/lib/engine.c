@@ -48,6 +48,8 @@ struct req {
 	struct list_head dnode;     /* dir->reqs */
 	uint64_t index;
 	uint8_t type;
+	uint32_t covers;            /* entries passed over as in its inode group (SHARED_READS) */
+	uint64_t ino;
 	struct statx stx;
 	char name[];
 };
@@ -102,8 +104,9 @@ struct dirahead_dir {
 	uint64_t submitted, completed, errors;
 	uint64_t list_ns, list_cpu_ns, first_read_ns;
 	struct da_cred *cred;       /* NULL: the engine's own credentials */
+	struct req *group_req;      /* SHARED_READS: the latest request, while in flight */
 	int error;
-	bool opened, eof, counted_open, list_only;
+	bool opened, eof, counted_open, list_only, shared_reads;
 };
 
 struct dirahead_engine {
@@ -405,12 +408,35 @@ static bool dir_wants(const struct dirahead_dir *d, uint32_t i)
 	return !d->list_only || t == DT_DIR || t == DT_UNKNOWN;
 }
 
+/* Inode numbers a and b share their 16-aligned group counted from 0 and from 1 alike: on a block
+ * device they then lie in one inode block or cluster whatever the filesystem's alignment (ext4's
+ * blocks of 16 count from inode 1, xfs's clusters of 16 or more from 0), so one read brings both. */
+static bool same_inode_group(uint64_t a, uint64_t b)
+{
+	return a && b && (a >> 4) == (b >> 4) && ((a - 1) >> 4) == ((b - 1) >> 4);
+}
+
+/* DIRAHEAD_DIR_SHARED_READS: an entry (not a directory: walks need those) in the inode group of
+ * the request just submitted, still in flight, is passed over and reported with it.  Only inside
+ * the window: what is passed over counts as fetched. */
+static bool dir_covered(struct dirahead_dir *d, uint32_t i)
+{
+	const struct req *r = d->group_req;
+	uint8_t t = d->cur->ents[i].type;
+	return d->shared_reads && r && d->cur->base + i < d->limit && t != DT_DIR &&
+	       t != DT_UNKNOWN && same_inode_group(r->ino, d->cur->ents[i].ino);
+}
+
 /* Moves past entries not to fetch, and to the next batch when the current one is used up. */
 static void dir_advance(struct dirahead_dir *d)
 {
 	while (d->cur) {
-		while (d->cur_pos < d->cur->n && !dir_wants(d, d->cur_pos))
+		while (d->cur_pos < d->cur->n &&
+		       (!dir_wants(d, d->cur_pos) || dir_covered(d, d->cur_pos))) {
+			if (dir_wants(d, d->cur_pos))
+				d->group_req->covers++;
 			d->cur_pos++;
+		}
 		if (d->cur_pos < d->cur->n)
 			return;
 		if (d->next) {
@@ -616,6 +642,8 @@ static void req_complete(struct dirahead_engine *e, struct req *r)
 		return;
 	}
 	list_del(&r->dnode);
+	if (d->group_req == r)
+		d->group_req = NULL;
 	d->inflight--;
 	req_uncount(e, r, d);
 	d->completed++;
@@ -628,7 +656,7 @@ static void req_complete(struct dirahead_engine *e, struct req *r)
 		struct dirahead_completion c = {
 			.dir = d, .dir_data = d->data, .name = r->name, .index = r->index,
 			.error = -r->op.res, .latency_ns = da_now_ns() - r->op.t0, .type = r->type,
-			.stx = r->op.res < 0 ? NULL : &r->stx,
+			.stx = r->op.res < 0 ? NULL : &r->stx, .covered = r->covers,
 		};
 		e->o.on_complete(&c, e->o.data);
 	}
@@ -671,7 +699,10 @@ static void dir_submit_one(struct dirahead_dir *d)
 	list_init(&r->op.onode);
 	r->index = b->base + d->cur_pos;
 	r->type = b->ents[d->cur_pos].type;
+	r->ino = b->ents[d->cur_pos].ino;
 	d->cur_pos++;
+	if (d->shared_reads)
+		d->group_req = r;
 	list_add_tail(&r->dnode, &d->reqs);
 	op_track(e, &r->op);
 	d->inflight++;
@@ -990,6 +1021,7 @@ static void dir_abandon_ops(struct dirahead_dir *d)
 	struct dirahead_engine *e = d->e;
 	struct list_head *pos, *n;
 
+	d->group_req = NULL;
 	list_for_each_safe(pos, n, &d->reqs) {
 		struct req *r = list_entry(pos, struct req, dnode);
 		list_del(pos);
@@ -1175,6 +1207,7 @@ static struct dirahead_dir *dir_new(struct dirahead_engine *e, const struct dira
 		d->depth = e->o.depth;
 	d->batch = o.batch ? o.batch : DA_BATCH_DEFAULT;
 	d->list_only = o.flags & DIRAHEAD_DIR_LIST_ONLY;
+	d->shared_reads = o.flags & DIRAHEAD_DIR_SHARED_READS;
 	d->src_fd = -1;
 	if (o.size >= offsetof(struct dirahead_dir_opts, cred) + sizeof(o.cred) && o.cred) {
 		if (o.cred->ngroups > DIRAHEAD_CRED_GROUPS) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * The prefetch engine: every entry completes exactly once, in the requested order; windows
- * (set_limit), find, cancel, errors, subdirectories, list-only, max_open, the pollable fd, and the fallback
+ * (set_limit), find, cancel, errors, subdirectories, list-only, one request per inode group
+ * (shared reads), max_open, the pollable fd, and the fallback
  * to threads when io_uring is forbidden.  Each engine test runs once per backend.  Stalled
  * requests (a statx that never returns, made with a seccomp user notification nobody answers)
  * leave the engine's depth but keep counting against their credentials' cred_depth.
@@ -40,6 +41,7 @@ static char *readdir_names[NBIG]; /* big, in readdir order */
 struct rec {
 	char name[64];
 	uint64_t index, ino;
+	uint32_t covered;
 	int error;
 };
 
@@ -151,6 +153,7 @@ static void on_complete(const struct dirahead_completion *c, void *data)
 	r->index = c->index;
 	r->error = c->error;
 	r->ino = c->stx ? c->stx->stx_ino : 0;
+	r->covered = c->covered;
 	assert_true(c->error || c->stx);
 	assert_ptr_equal(c->dir_data, t);
 	if (t->cancel_after && t->n == t->cancel_after)
@@ -587,6 +590,86 @@ static void test_list_only(void **state)
 	assert_true(t->done_info.list_cpu_ns <= t->done_info.list_ns + 1000000);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Requests the rule of DIRAHEAD_DIR_SHARED_READS sends at least, for `big` in inode order: one
+ * per run of inode numbers in one 16-aligned group counted from 0 and from 1 alike. */
+static size_t group_runs(void)
+{
+	static uint64_t inos[NBIG];
+	struct stat st;
+	char p[2 * PATH_MAX];
+	size_t runs = 0;
+	for (int i = 0; i < NBIG; i++) {
+		snprintf(p, sizeof(p), "%s/%s", big, readdir_names[i]);
+		assert_int_equal(lstat(p, &st), 0);
+		inos[i] = st.st_ino;
+	}
+	qsort(inos, NBIG, sizeof(inos[0]), cmp_u64);
+	uint64_t lead = 0;
+	for (int i = 0; i < NBIG; i++) {
+		uint64_t a = lead, b = inos[i];
+		if (!(i && (a >> 4) == (b >> 4) && ((a - 1) >> 4) == ((b - 1) >> 4))) {
+			runs++;
+			lead = b;
+		}
+	}
+	return runs;
+}
+
+/* DIRAHEAD_DIR_SHARED_READS: one request per inode group stands for the entries it reads with
+ * it (covered), every entry is accounted for once, and directories are always fetched. */
+static void test_shared_reads(void **state)
+{
+	struct t *t = *state;
+	reset(t);
+	int fd = open(big, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct dirahead_dir_opts o = { .size = sizeof(o), .order = DIRAHEAD_ORDER_INODE,
+				       .limit = UINT64_MAX, .data = t,
+				       .flags = DIRAHEAD_DIR_SHARED_READS };
+	assert_non_null(dirahead_dir_submit(t->e, fd, &o));
+	close(fd);
+	assert_int_equal(dirahead_engine_run(t->e, 10000), 0);
+	assert_int_equal(t->dones, 1);
+	assert_int_equal(t->done_error, 0);
+	size_t accounted = 0, runs = group_runs();
+	for (size_t i = 0; i < t->n; i++) {
+		assert_int_equal(t->recs[i].error, 0);
+		assert_true(t->recs[i].covered <= 15); /* 16 inode numbers to a group */
+		accounted += 1 + t->recs[i].covered;
+	}
+	assert_int_equal(accounted, NBIG);
+	assert_int_equal(t->done_info.submitted, t->n);
+	/* never fewer requests than runs of a group; fewer than entries where the filesystem
+	 * numbers a directory's new files densely (ext4, xfs, tmpfs all do: runs < NBIG / 4) */
+	assert_true(t->n >= runs);
+	if (runs < NBIG / 4)
+		assert_true(t->n < NBIG / 2);
+	print_message("shared reads: %zu requests for %d entries (%zu runs of a group)\n", t->n,
+		      NBIG, runs);
+
+	/* the directories of a tree are fetched, whatever their inode numbers */
+	reset(t);
+	fd = open(tree, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_non_null(dirahead_dir_submit(t->e, fd, &o));
+	close(fd);
+	assert_int_equal(dirahead_engine_run(t->e, 10000), 0);
+	int dirs = 0;
+	accounted = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		dirs += !strncmp(t->recs[i].name, "sub", 3);
+		accounted += 1 + t->recs[i].covered;
+	}
+	assert_int_equal(dirs, 2);
+	assert_int_equal(accounted, 4);
+}
+
 static void test_max_open(void **state)
 {
 	struct t *t = *state;
@@ -787,6 +870,7 @@ int main(void)
 		PER_BACKEND(test_errors),
 		PER_BACKEND(test_submitat),
 		PER_BACKEND(test_list_only),
+		PER_BACKEND(test_shared_reads),
 		PER_BACKEND(test_max_open),
 		PER_BACKEND(test_pollable),
 		cmocka_unit_test(test_fallback),
