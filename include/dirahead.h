@@ -294,6 +294,7 @@ void dirahead_call_close(struct dirahead_call_out *out);
  * 16 waiting on one.  Directories are always fetched.
  */
 #define DIRAHEAD_DIR_SHARED_READS 0x2u
+#define DIRAHEAD_INODE_GROUP 16       /* inode numbers to a group (DIRAHEAD_DIR_SHARED_READS) */
 
 struct dirahead_engine_stats {
 	uint64_t submitted, completed, errors;

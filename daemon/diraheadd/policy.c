@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 #include "policy.h"
 
+#include "dirahead.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -510,6 +512,14 @@ bool policy_inode_groups(uint64_t magic, uint32_t dev_major)
 {
 	/* FUSE over a block device (fuseblk) still looks up each name on its own */
 	return policy_reads_shared(magic, dev_major) && magic != 0x65735546ULL;
+}
+
+uint64_t policy_window_reach(uint64_t window, bool grouped, uint64_t entries, uint64_t requests)
+{
+	if (!grouped)
+		return window;
+	uint64_t per = requests ? entries / requests : DIRAHEAD_INODE_GROUP;
+	return window * (per < 1 ? 1 : per > DIRAHEAD_INODE_GROUP ? DIRAHEAD_INODE_GROUP : per);
 }
 
 double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared)

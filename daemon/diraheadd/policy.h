@@ -342,6 +342,12 @@ bool policy_reads_shared(uint64_t magic, uint32_t dev_major);
  * not FUSE): the engine then sends one request per inode group (DIRAHEAD_DIR_SHARED_READS), so
  * that its requests in flight are distinct reads, not 16 waiting on one cluster. */
 bool policy_inode_groups(uint64_t magic, uint32_t dev_major);
+/* The entries a scan's window of `window` requests spans: Lustre's window counts requests, and
+ * where one request reads an inode group (grouped), 8 entries ahead would be half a read ahead.
+ * As many entries a request as its `requests` finished so far have fetched (`entries`, with
+ * those read with them; a directory in hash order, ext4's, has few neighbours next to each
+ * other), a whole group until one has finished. */
+uint64_t policy_window_reach(uint64_t window, bool grouped, uint64_t entries, uint64_t requests);
 /* What the program could have waited for `used` of the requests in w, in seconds. */
 double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared);
 /* *measured (may be NULL): whether any figures stood behind the estimate. */

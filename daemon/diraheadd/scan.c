@@ -76,11 +76,13 @@ struct scan {
 	uint64_t stats0;            /* ... when prefetch started */
 	double judged_before_ns, judged_after_ns; /* the last pay-off judgment (decisions.h) */
 	uint64_t app_pos;           /* entries of our order the application has reached */
-	uint64_t window, limit;
+	uint64_t window, limit;     /* window: in requests (a request reads a group where grouped) */
+	bool grouped;               /* one request per inode group (DIRAHEAD_DIR_SHARED_READS) */
 	char *real;                 /* its directory's path as the daemon sees it ([budget] path:) */
 	bool budgeted;              /* a [budget] rule holds its filesystem */
 	bool budget_short;          /* ... and granted less than the window asked for */
-	uint64_t completed, failed; /* prefetch requests finished */
+	uint64_t completed, failed; /* entries fetched (with those read with a request), failed */
+	uint64_t requests;          /* prefetch requests finished */
 	struct pol_waits waits;     /* ... what they waited (the time saved) */
 	uint64_t hits, misses, late, consecutive_misses;
 	uint64_t start_ns, last_ns;
@@ -354,6 +356,12 @@ static void drop_probing(struct scan *s, const struct dirahead_event *ev, enum d
 			      s->path, dd_skip_reason_names[why], n);
 	}
 	free_scan(s);
+}
+
+/* The entries the window spans ahead of the program (policy_window_reach). */
+static uint64_t window_reach(const struct scan *s)
+{
+	return policy_window_reach(s->window, s->grouped, s->completed, s->requests);
 }
 
 static uint32_t progress_step(const struct scan *s)
@@ -911,7 +919,8 @@ static void opened(struct start_job *job)
 		return;
 	}
 	s->real = strdup(real);
-	s->limit = budget_window(s, s->app_pos + s->window);
+	s->grouped = policy_inode_groups(s->magic, s->dev_major);
+	s->limit = budget_window(s, s->app_pos + window_reach(s));
 	s->depth = policy_enabled(m->pol) ? policy_depth(m->pol, scan_fs(s)) : m->cfg.depth_per_scan;
 	unsigned batch = 0;
 	if (m->cfg.order == DIRAHEAD_ORDER_DEFAULT && order != s->order) {
@@ -925,7 +934,7 @@ static void opened(struct start_job *job)
 	struct dirahead_dir_opts o = {
 		.size = sizeof(o), .order = s->order, .limit = s->limit,
 		.depth = s->depth, .data = s, .batch = batch, .cred = &s->cred,
-		.flags = policy_inode_groups(s->magic, s->dev_major) ? DIRAHEAD_DIR_SHARED_READS : 0,
+		.flags = s->grouped ? DIRAHEAD_DIR_SHARED_READS : 0,
 	};
 	s->dir = dirahead_dir_submit(m->engine, fd, &o);
 	close(fd);
@@ -1085,7 +1094,7 @@ static void stop_or_grow(struct scan *s, const struct progress *p)
 	uint32_t old_step = progress_step(s);
 	if (p->kind != SERVED_MISS && p->sequential && s->window < m->cfg.window_max)
 		s->window = s->window * 2 > m->cfg.window_max ? m->cfg.window_max : s->window * 2;
-	uint64_t limit = budget_window(s, s->app_pos + s->window);
+	uint64_t limit = budget_window(s, s->app_pos + window_reach(s));
 	if (limit > s->limit) {
 		s->limit = limit;
 		dirahead_dir_set_limit(s->dir, limit);
@@ -1187,6 +1196,7 @@ static void scan_complete(const struct dirahead_completion *c)
 	struct scan *s = c->dir_data;
 	s->failed += c->error != 0;
 	s->completed += 1 + c->covered;
+	s->requests++;
 	policy_waits_add(&s->waits, mono_ns(), c->latency_ns);
 }
 

@@ -413,7 +413,8 @@ static bool dir_wants(const struct dirahead_dir *d, uint32_t i)
  * blocks of 16 count from inode 1, xfs's clusters of 16 or more from 0), so one read brings both. */
 static bool same_inode_group(uint64_t a, uint64_t b)
 {
-	return a && b && (a >> 4) == (b >> 4) && ((a - 1) >> 4) == ((b - 1) >> 4);
+	const uint64_t g = DIRAHEAD_INODE_GROUP;
+	return a && b && a / g == b / g && (a - 1) / g == (b - 1) / g;
 }
 
 /* DIRAHEAD_DIR_SHARED_READS: an entry (not a directory: walks need those) in the inode group of

@@ -804,6 +804,22 @@ static void test_fsinfo_kept(void **state)
  * everywhere.  Depths beyond the table share its last entry; a walk re-rooted above its top
  * keeps its verdicts for the same directories, now deeper.  A no_gain filesystem, or one whose
  * lookups serialize, is not judged again so. */
+/* A block device's window counts requests, each as many entries as they fetched so far. */
+static void test_window_reach(void **state)
+{
+	(void)state;
+	assert_int_equal(policy_window_reach(8, false, 1000, 10), 8);     /* FUSE: entries */
+	assert_int_equal(policy_window_reach(8, true, 0, 0), 8 * 16);     /* a group at first */
+	assert_int_equal(policy_window_reach(8, true, 160, 10), 8 * 16);  /* xfs, name order */
+	assert_int_equal(policy_window_reach(8, true, 1000, 10), 8 * 16); /* never above a group */
+	assert_int_equal(policy_window_reach(8, true, 40, 10), 8 * 4);
+	assert_int_equal(policy_window_reach(8, true, 10, 10), 8);        /* ext4 hash order */
+	assert_true(policy_inode_groups(0x58465342, 7));                  /* xfs on a loop device */
+	assert_false(policy_inode_groups(0x65735546, 8));                 /* fuseblk */
+	assert_false(policy_inode_groups(0x65735546, 0));                 /* FUSE */
+	assert_true(policy_inode_groups(0x9123683E, 0));                  /* btrfs, anonymous dev */
+}
+
 static void test_walk_depths(void **state)
 {
 	struct policy *p = *state;
@@ -872,6 +888,7 @@ int main(void)
 		T(test_list_fast),
 		T(test_list_judge),
 		T(test_list_kind),
+		cmocka_unit_test(test_window_reach),
 	};
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
