@@ -24,12 +24,14 @@
 
 #include "dirahead.h"
 #include "diraheadctl.h"
+#include "fsgroups.h"
 
 /* One directory being prefetched: for error messages and for cancelling on a signal. */
 struct node {
 	struct node *prev, *next;
 	struct dirahead_dir *dir;
 	bool top;
+	unsigned flags;               /* DIRAHEAD_DIR_*: its top's, the same filesystem */
 	char path[];
 };
 
@@ -38,7 +40,8 @@ struct ctx {
 	struct node *live;            /* directories not finished yet */
 	bool recursive;
 	enum dirahead_order order;
-	uint64_t dirs, entries, errors;
+	int groups;                   /* --groups: -1 auto, 0 no, 1 yes */
+	uint64_t dirs, entries, requests, errors;
 	bool top_failed;
 };
 
@@ -51,6 +54,8 @@ static void usage(FILE *f)
 		"  -r, --recursive        the whole tree below DIR (subdirectories listed in parallel,\n"
 		"                         staying on DIR's filesystem)\n"
 		"      --order=ORDER      readdir, inode or name (default: readdir)\n"
+		"      --groups=WHEN      one request per group of 16 inode numbers: auto (on a\n"
+		"                         block device's filesystem, not FUSE), yes or no\n"
 		"      --depth=N          requests in flight (default 64)\n"
 		"      --engine=ENGINE    auto, io_uring or threads (default auto)\n"
 		"      --max-open=N       with -r: directories open at once (default 32)\n"
@@ -101,7 +106,8 @@ static void on_complete(const struct dirahead_completion *cp, void *data)
 	struct ctx *c = data;
 	struct node *parent = cp->dir_data;
 
-	c->entries++;
+	c->entries += 1 + cp->covered; /* with those read in its inode group */
+	c->requests++;
 	if (cp->error) {
 		c->errors++;
 		return;
@@ -112,8 +118,11 @@ static void on_complete(const struct dirahead_completion *cp, void *data)
 	    (cp->stx->stx_attributes & (STATX_ATTR_AUTOMOUNT | STATX_ATTR_MOUNT_ROOT)))
 		return;
 	struct node *n = node_new(c, parent->path, cp->name, false);
+	if (n)
+		n->flags = parent->flags;
 	struct dirahead_dir_opts o = {
 		.size = sizeof(o), .order = c->order, .limit = UINT64_MAX, .data = n,
+		.flags = parent->flags,
 	};
 	if (!n || !(n->dir = dirahead_dir_submitat(c->e, cp->dir, cp->name, &o))) {
 		fprintf(stderr, "diraheadctl: prefetch: %s/%s: %s\n", parent->path, cp->name,
@@ -218,6 +227,14 @@ static int parse_opt(int opt, struct ctx *c, struct dirahead_engine_opts *eo, un
 		return 2;
 	case 'm':
 		return parse_uint("max-open", optarg, 1, 65536, max_open) < 0 ? 2 : -1;
+	case 'g':
+		c->groups = !strcmp(optarg, "auto") ? -1 : !strcmp(optarg, "yes") ? 1
+			  : !strcmp(optarg, "no") ? 0 : -2;
+		if (c->groups >= -1)
+			return -1;
+		fprintf(stderr, "diraheadctl: prefetch: --groups: '%s' is not auto, yes or no\n",
+			optarg);
+		return 2;
 	case 'q':
 		*quiet = true;
 		return -1;
@@ -237,6 +254,7 @@ static int parse_args(int argc, char **argv, struct ctx *c, struct dirahead_engi
 	static const struct option opts[] = {
 		{ "recursive", no_argument, NULL, 'r' },
 		{ "order", required_argument, NULL, 'o' },
+		{ "groups", required_argument, NULL, 'g' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "engine", required_argument, NULL, 'e' },
 		{ "max-open", required_argument, NULL, 'm' },
@@ -280,6 +298,43 @@ static int block_signals(void)
 	return sfd;
 }
 
+/* The type of the mount `id` from /proc/self/mountinfo (which asks no filesystem anything), or
+ * "" if not found. */
+static void mount_fstype(uint64_t id, char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	out[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		unsigned long long mid;
+		if (sscanf(line, "%llu", &mid) == 1 && mid == id && sep &&
+		    sscanf(sep + 3, "%63s", out) == 1 && strlen(out) < len)
+			break;
+		out[0] = '\0';
+	}
+	if (f)
+		fclose(f);
+}
+
+/* --groups for the filesystem of a DIR of the command line (a recursive walk stays on it).
+ * Nothing here may wait on the filesystem (a hung FUSE server would hold the command before
+ * its signal handling): statx from the cache, the type from mountinfo, no statfs. */
+static unsigned top_flags(const struct ctx *c, int fd)
+{
+	struct statx stx;
+	char type[64];
+	if (c->groups >= 0)
+		return c->groups ? DIRAHEAD_DIR_SHARED_READS : 0;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	mount_fstype(stx.stx_mnt_id, type, sizeof(type));
+	bool fuse = !strncmp(type, "fuse", 4);
+	uint64_t magic = fuse ? FSGROUPS_FUSE_MAGIC : !strcmp(type, "btrfs") ? FSGROUPS_BTRFS_MAGIC : 0;
+	return type[0] && fs_inode_groups(magic, stx.stx_dev_major) ? DIRAHEAD_DIR_SHARED_READS : 0;
+}
+
 /* One DIR of the command line into the engine; a failure is counted as a top one. */
 static void submit_top(struct ctx *c, const char *path)
 {
@@ -294,8 +349,11 @@ static void submit_top(struct ctx *c, const char *path)
 		return;
 	}
 	struct node *n = node_new(c, NULL, path, true);
+	if (n)
+		n->flags = top_flags(c, fd);
 	struct dirahead_dir_opts o = {
 		.size = sizeof(o), .order = c->order, .limit = UINT64_MAX, .data = n,
+		.flags = n ? n->flags : 0,
 	};
 	if (!n || !(n->dir = dirahead_dir_submit(c->e, fd, &o))) {
 		fprintf(stderr, "diraheadctl: prefetch: %s: %s\n", path, strerror(errno));
@@ -338,10 +396,10 @@ static void print_summary(const struct ctx *c, enum dirahead_backend backend,
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("prefetch: directories=%llu entries=%llu errors=%llu elapsed=%.3fs "
+	printf("prefetch: directories=%llu entries=%llu requests=%llu errors=%llu elapsed=%.3fs "
 	       "backend=%s order=%s maxrss=%ldKiB%s\n",
 	       (unsigned long long)c->dirs, (unsigned long long)c->entries,
-	       (unsigned long long)c->errors,
+	       (unsigned long long)c->requests, (unsigned long long)c->errors,
 	       (double)(t1->tv_sec - t0->tv_sec) + (double)(t1->tv_nsec - t0->tv_nsec) / 1e9,
 	       dirahead_backend_name(backend),
 	       dirahead_order_name(c->order == DIRAHEAD_ORDER_DEFAULT
@@ -352,7 +410,7 @@ static void print_summary(const struct ctx *c, enum dirahead_backend backend,
 
 int cmd_prefetch(int argc, char **argv)
 {
-	struct ctx c = { .order = DIRAHEAD_ORDER_DEFAULT };
+	struct ctx c = { .order = DIRAHEAD_ORDER_DEFAULT, .groups = -1 };
 	struct dirahead_engine_opts eo = { .size = sizeof(eo), .on_complete = on_complete,
 					   .on_dir_done = on_dir_done, .data = &c };
 	bool quiet = false;

@@ -2,6 +2,7 @@
 #include "policy.h"
 
 #include "dirahead.h"
+#include "fsgroups.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -510,8 +511,7 @@ bool policy_reads_shared(uint64_t magic, uint32_t dev_major)
 
 bool policy_inode_groups(uint64_t magic, uint32_t dev_major)
 {
-	/* FUSE over a block device (fuseblk) still looks up each name on its own */
-	return policy_reads_shared(magic, dev_major) && magic != 0x65735546ULL;
+	return fs_inode_groups(magic, dev_major);
 }
 
 uint64_t policy_window_reach(uint64_t window, bool grouped, uint64_t entries, uint64_t requests)

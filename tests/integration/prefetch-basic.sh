@@ -16,6 +16,7 @@ expect_exit 2 "$CTL" prefetch --depth=0 "$T"
 expect_exit 2 "$CTL" prefetch --depth=12x "$T"
 expect_exit 2 "$CTL" prefetch --order=random "$T"
 expect_exit 2 "$CTL" prefetch --engine=gpu "$T"
+expect_exit 2 "$CTL" prefetch --groups=maybe "$T"
 expect_exit 2 "$CTL" prefetch --bogus "$T"
 assert_contains "$OUT" "Usage: diraheadctl prefetch"
 expect_exit 0 "$CTL" --help

@@ -5,8 +5,9 @@
 # by a read-only direct-I/O loop device, a directory of 2,000 files.  xfs reads inodes by the
 # cluster (32 of them), so 64 requests in flight for 64 neighbouring entries wait on two reads;
 # the daemon sends one request per group of 16 inode numbers (DIRAHEAD_DIR_SHARED_READS) and
-# counts the others as read with it (entries_grouped).  On FUSE (slowfs itself) every name is a
-# lookup of its own: nothing is grouped there.  What ls prints is the same with and without.
+# counts the others as read with it (entries_grouped); `diraheadctl prefetch` does the same
+# unless --groups=no.  On FUSE (slowfs itself) every name is a lookup of its own: nothing is
+# grouped there.  What ls prints is the same with and without.
 # Counted, never timed; the cost model is off (its judgments are policy-*'s subject).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
@@ -22,6 +23,7 @@ on_exit "umount -l '$T/fill' 2>/dev/null"
 make_files "$T/fill/dir" $FILES
 umount "$T/fill"
 make_files "$T/back/flat" 300
+make_files "$T/back/flat2" 300
 slowfs_mount "$T/back" "$T/slow" --latency-us 200 --read-us 500
 dev=$(losetup -r --direct-io=on --find --show "$T/slow/xfs.img")
 on_exit "losetup -d '$dev'"
@@ -34,6 +36,19 @@ cold
 on_exit "umount -l '$T/v'"
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 LC_ALL=C "$T/dra-ls" -l --time-style=+%s "$T/v/dir" >"$T/off.out"
+
+# diraheadctl prefetch: the same rule by default on a block device, never on FUSE
+field() { sed -n "s/.* $1=\([0-9]*\) .*/\1/p" "$2"; }
+cold
+"$BUILD/diraheadctl" prefetch "$T/v/dir" >"$T/auto.out"
+cold
+"$BUILD/diraheadctl" prefetch --groups=no "$T/v/dir" >"$T/no.out"
+"$BUILD/diraheadctl" prefetch "$T/slow/flat2" >"$T/fuse.out"
+cat "$T/auto.out" "$T/no.out" "$T/fuse.out"
+assert_eq "$(field entries "$T/auto.out")" $FILES "diraheadctl prefetch: entries"
+assert_le "$(field requests "$T/auto.out")" $((FILES / 4)) "diraheadctl prefetch: requests"
+assert_eq "$(field requests "$T/no.out")" $FILES "diraheadctl prefetch --groups=no: requests"
+assert_eq "$(field requests "$T/fuse.out")" 300 "diraheadctl prefetch on FUSE: requests"
 
 printf "[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\narm = always\n[policy]\nenabled = no\n[daemon]\nlog_level = debug\n" >"$DAEMON_CONF"
 daemon_start
