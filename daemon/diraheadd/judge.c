@@ -218,13 +218,18 @@ static bool wants_control(const struct judge *j, const struct pol_fs *fs, double
 }
 
 /* The first event once something is fetched opens the first stretch (a directory read whole
- * before its first fetch, to sort it, is no stretch of prefetch yet). */
+ * before its first fetch, to sort it, is no stretch of prefetch yet).  It is measured from where
+ * the program has passed the window prefetch opened with: before that the program stats what is
+ * being fetched for the first time, and pays for it as if alone (find -ls of 20,000 files on a
+ * 0.5 ms xfs volume: 580 us a stat over the first 71, 540 us probed, and the scan was ended
+ * no_gain; 6-10 us a stat once ahead). */
 static struct judge_verdict open_stretch(struct judge *j, const struct pol_sample *now,
 					 const struct judge_scan *s)
 {
 	struct judge_verdict v = wait;
 	if (!s->completed)
 		return v;
+	j->first_pos = s->limit > s->app_pos ? s->limit : 0;
 	j->judging = true;
 	j->judge_from = *now;
 	j->late_from = s->late;
@@ -242,6 +247,13 @@ struct judge_verdict judge_payoff(struct judge *j, const struct judge_who *w,
 		return control(j, w, &now, s);
 	if (!j->judging)
 		return open_stretch(j, &now, s);
+	if (j->first_pos && !s->final) {
+		if (s->app_pos >= j->first_pos)
+			j->first_pos = 0;
+		j->judge_from = now;
+		j->late_from = s->late;
+		return wait;
+	}
 	if (j->ctl_recheck && j->recheck_pos && !s->final) {
 		/* the window getting ahead of the program again after the control: the stretch
 		 * starts at the first event past it */

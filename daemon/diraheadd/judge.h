@@ -44,6 +44,8 @@ struct judge {
 	 * against the control instead (before holds it) */
 	bool ctl_recheck;
 	uint64_t recheck_pos;       /* ... from where the window is a depth ahead again (0: is) */
+	uint64_t first_pos;         /* the first stretch starts once the program is past the
+				     * window prefetch opened with (0: it is) */
 };
 
 /* Who is judged: the cost model, the scan's filesystem (looked up when needed), for the log. */
