@@ -29,7 +29,10 @@ CTL_B=$SLOWFS_CTL
 b_stat() { SLOWFS_CTL=$CTL_B slowfs_stat "$1"; }
 ln -s "$T/mnt-a" "$T/link"
 
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dps-*\n[policy]\nenabled = no\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
+# The hooks attached from the start (arm = always): armed at the first blocked stat, the daemon
+# could be stopped below before it had attached them, and the run was never seen (once in a
+# fresh-clone CI run: "armed", then nothing dealt).  Arming is arm-*'s subject, not this one's.
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dps-*\n[detect]\narm = always\n[policy]\nenabled = no\n[daemon]\nlog_level = debug\n' >"$DAEMON_CONF"
 daemon_start
 on_exit "kill -CONT $DAEMON_PID 2>/dev/null"
 SLOWFS_CTL=$CTL_B slowfs_ctl reset >/dev/null
