@@ -128,14 +128,21 @@ cp -a "$T/back/tree" "$T/local/"
 for i in $(seq 1 40); do make_files "$T/local/tree/more/m$i" 5; done
 "$T/dra-find" "$T/local/tree" -ls >/dev/null # warm
 f0=$(daemon_stat walks_ended.fast_listings) w0=$(daemon_stat walks_started)
-o0=$(daemon_stat walks_ended.open_failed)
+o0=$(daemon_stat walks_ended.open_failed) x0=$(daemon_stat walks_ended.process_exited)
 start find "$T/local/tree"
 wait "$LAST_PID" || fail "find failed"
 wait_for 5 no_walks
 started=$(($(daemon_stat walks_started) - w0 - $(daemon_stat walks_ended.open_failed) + o0))
 info "warm local tree: $started walks started, fast_listings $(($(daemon_stat walks_ended.fast_listings) - f0))"
-# a walk may have started (it ends after a few directories) or the verdict came earlier
-[ "$started" = 0 ] || assert_eq "$(daemon_stat walks_ended.fast_listings)" $((f0 + 1)) "walks ended fast_listings"
+# a walk may have started (it ends after a few directories, or with find: a walk whose depths
+# may be judged is not ended by fast listings in its first 2 s, and a warm find of this tree
+# takes 15 ms; beside two busy loops such a walk started in 3 runs of 3) or the verdict came
+# earlier; it fetched no file's attributes either way (below: the filesystem's verdict, and no
+# walk for the next walker)
+if [ "$started" != 0 ]; then
+	ended=$(($(daemon_stat walks_ended.fast_listings) - f0 + $(daemon_stat walks_ended.process_exited) - x0))
+	assert_eq "$ended" 1 "walks ended fast_listings or with their process"
+fi
 # (a walk whose top was gone before it could be opened judged nothing: the next walker does)
 fast_fs() { ctl stats | awk '$1 ~ /^filesystems\..*\.list_verdict$/ && $2 == "fast"' | wc -l; }
 for _ in 1 2; do
