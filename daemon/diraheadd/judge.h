@@ -97,6 +97,7 @@ struct judge_scan {
 	unsigned depth;             /* the engine depth it has */
 	double min_gain;
 	bool final;                 /* its END: a last judgment if it was too short for one */
+	bool grouped;               /* one request reads an inode group (a block device) */
 };
 /* The pay-off rule, on each PROGRESS while prefetching: _WAIT (pays, or not judged yet) or
  * _NO_GAIN. */

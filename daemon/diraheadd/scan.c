@@ -1000,7 +1000,7 @@ static bool pays_off(struct scan *s, const struct dirahead_event *ev, bool final
 	struct judge_scan js = {
 		.late = s->late, .completed = s->completed, .app_pos = s->app_pos, .limit = s->limit,
 		.room = control_room(s), .depth = s->depth, .min_gain = m->cfg.min_gain,
-		.final = final,
+		.final = final, .grouped = s->grouped,
 	};
 	struct judge_verdict v = judge_payoff(&s->j, &w, ev, &js);
 	return act_on_judgment(s, &v);
