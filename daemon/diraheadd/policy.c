@@ -506,7 +506,7 @@ void policy_waits_add(struct pol_waits *w, uint64_t done_ns, uint64_t latency_ns
 bool policy_reads_shared(uint64_t magic, uint32_t dev_major)
 {
 	/* btrfs's subvolumes have anonymous device numbers, its metadata is a block device's */
-	return dev_major != 0 || magic == 0x9123683EULL;
+	return dev_major != 0 || magic == FSGROUPS_BTRFS_MAGIC;
 }
 
 bool policy_inode_groups(uint64_t magic, uint32_t dev_major)
