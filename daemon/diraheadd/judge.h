@@ -46,6 +46,7 @@ struct judge {
 	uint64_t recheck_pos;       /* ... from where the window is a depth ahead again (0: is) */
 	uint64_t first_pos;         /* the first stretch starts once the program is past the
 				     * window prefetch opened with (0: it is) */
+	bool paid;                  /* the last judgment of this scan found that prefetch pays */
 };
 
 /* Who is judged: the cost model, the scan's filesystem (looked up when needed), for the log. */

@@ -15,10 +15,14 @@
 #   30% with nothing to do with us (make bench measures it);
 # - the next scan there is skipped at once (fs_no_gain), nothing prefetched for it;
 # - the verdict survives a config reload (SIGHUP);
-# - after reprobe_s the filesystem is probed again (reprobes counted, backoff doubles: a
-#   second failure is remembered for longer);
+# - after reprobe_s the filesystem is probed again (reprobes counted), and the backoff doubles:
+#   the skip after the second failure says it is probed again in more than reprobe_s;
 # - a new mount on the same device number starts afresh (and pays, with parallel lookups);
 # - invalid [policy] values are refused by --check-config (more in config-errors.sh).
+# Only the first ls -l runs to its end.  The later ones are stopped once the daemon has decided
+# (skipped, or judged again), and the wait for the re-probe is what the daemon says is left of
+# it: a busy CI machine once took 13 ms a stat here (26 s an ls -l), so fixed sleeps between
+# whole runs let the re-probe time pass before the skips they were to see.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
@@ -28,7 +32,7 @@ for d in off on again reload probe later fresh; do make_files "$T/back/$d" $N; d
 ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # start_factor: this is about the pay-off rule; the start rule must not find the stats cheap
 # where the daemon's own cost per entry is high (an ASan build: ~0.5 ms an entry)
-printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 15\nstart_factor = 0.1\n[detect]\narm = always\n' >"$DAEMON_CONF"
+printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[policy]\nreprobe_s = 40\nstart_factor = 0.1\n[detect]\narm = always\n' >"$DAEMON_CONF"
 slowfs_mount "$T/back" "$T/mnt" --latency-us 0 --lookup-us 100 --entry-timeout 0 --attr-timeout 0
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
@@ -46,8 +50,24 @@ assert_le "$on" $((off * 2 + 500)) "ls -l with the daemon (ms) against $off ms w
 wasted=$(daemon_stat entries_prefetched)
 assert_le "$wasted" 1200 "entries prefetched before the scan was judged"
 
-again=$(timed_ls "$T/mnt/again")
-info "ls -l again: $again ms"
+# ls_until DIR CHECK...: ls -l DIR until CHECK holds (the daemon has decided), then stop it
+ls_until() {
+	local dir=$1 pid; shift
+	"$T/dra-ls" -l "$dir" >/dev/null &
+	pid=$!
+	wait_for 120 "$@"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+stat_ge() { [ "$(daemon_stat "$1")" -ge "$2" ]; }
+# what the daemon said is left of the re-probe delay at its last fs_no_gain skip, in seconds
+reprobe_left() {
+	ctl explain --json | python3 -c 'import json, sys
+d = [x for x in json.load(sys.stdin) if x["reason"] == "fs_no_gain"]
+print(int(d[-1]["numbers"]["reprobe_seconds"]))'
+}
+
+ls_until "$T/mnt/again" stat_ge skips.fs_no_gain 1
 assert_eq "$(daemon_stat skips.fs_no_gain)" 1 "the next scan is skipped as fs_no_gain"
 assert_eq "$(daemon_stat entries_prefetched)" "$wasted" "entries prefetched for the skipped scan"
 assert_eq "$(daemon_stat "filesystems.$dev.skipped_no_gain")" 1 "skips counted for the filesystem"
@@ -56,19 +76,22 @@ kill -HUP "$DAEMON_PID"
 reloaded() { [ "$(daemon_stat reloads_ok)" -ge 1 ]; }
 wait_for 5 reloaded
 assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict after a reload"
-timed_ls "$T/mnt/reload" >/dev/null
+ls_until "$T/mnt/reload" stat_ge skips.fs_no_gain 2
 assert_eq "$(daemon_stat skips.fs_no_gain)" 2 "skipped as fs_no_gain after the reload"
 
-# reprobe_s = 15: long enough for the steps above on a busy machine (two ls -l of 2,000 entries
-# at 1.3 ms each and a reload took over 6 s beside two CPU-burning loops)
-sleep 15.2
-timed_ls "$T/mnt/probe" >/dev/null
+left=$(reprobe_left)
+info "re-probe in $left s"
+assert_le "$left" 40 "re-probe delay after the first failure (s)"
+sleep $((left + 1))
+ls_until "$T/mnt/probe" stat_ge scans_ended.no_gain 2
 assert_eq "$(daemon_stat "filesystems.$dev.reprobes")" 1 "re-probes after reprobe_s"
 assert_eq "$(daemon_stat scans_ended.no_gain)" 2 "the re-probe found no gain again"
-# the backoff doubled: 15 s later it is still skipped (30 s now)
-sleep 15.2
-timed_ls "$T/mnt/later" >/dev/null
-assert_eq "$(daemon_stat skips.fs_no_gain)" 3 "skipped within the doubled re-probe interval"
+# the backoff doubled: the next skip says 80 s less the time since that judgment
+ls_until "$T/mnt/later" stat_ge skips.fs_no_gain 3
+assert_eq "$(daemon_stat skips.fs_no_gain)" 3 "skipped after the second failure"
+left=$(reprobe_left)
+info "re-probe in $left s after the second failure"
+assert_ge "$left" 41 "re-probe delay after the second failure (s): doubled"
 
 # The filesystem unmounted and mounted again, now with parallel lookups: whatever device number
 # the new mount gets (FUSE often gets the old one back), it is judged afresh, and pays.

@@ -210,6 +210,59 @@ static void test_first_stretch_fuse(void **state)
 	assert_int_equal(stats(f, 71, 580).act, JUDGE_NO_GAIN);
 }
 
+/* A scan on a filesystem that pays: its first stretch past the window at 30 us a stat against
+ * 300 us before. */
+static void to_paying(struct fixture *f)
+{
+	f->fs->verdict = POL_PAYS;
+	f->stats = 10;
+	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 300 * US, .gap_n = 8 };
+	assert_int_equal(stats(f, 1, 300).act, JUDGE_WAIT);
+	assert_int_equal(stats(f, 64, 300).act, JUDGE_WAIT); /* through the first window */
+	assert_int_equal(stats(f, 64, 30).act, JUDGE_WAIT);
+	assert_true(f->j.judged);
+	assert_true(f->j.paid);
+}
+
+/* Then one stretch without gain, the machine stalled through it (a 12,000-entry `ls -l` on a busy
+ * CI machine: 499 us a stat against 469 us, after 33 stretches that paid): not ended, a control
+ * first; the control stalled too, and the stretch after it pays again. */
+static void test_stall_after_paying(void **state)
+{
+	struct fixture *f = *state;
+	to_paying(f);
+	assert_int_equal(stats(f, 64, 499).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
+	assert_int_equal(f->fs->verdict, POL_PAYS);
+	while (f->j.control == JUDGE_CTL_WAIT) /* through what was fetched */
+		assert_int_equal(stats(f, 16, 20).act, JUDGE_WAIT);
+	assert_int_equal(stats(f, JUDGE_CONTROL_STATS, 470).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_DONE);
+	assert_true(f->j.ctl_recheck);
+	assert_int_equal(stats(f, 72, 200).act, JUDGE_WAIT); /* the window ahead again */
+	assert_int_equal(stats(f, 64, 30).act, JUDGE_WAIT);
+	assert_true(f->j.paid);
+	assert_int_equal(f->fs->verdict, POL_PAYS);
+	assert_int_equal(f->fs->no_gain, 0);
+}
+
+/* A filesystem that stopped paying: the control as dear as the stretch with prefetch, and the
+ * stretch after it too: ended no_gain (one control's delay, not more). */
+static void test_stopped_paying(void **state)
+{
+	struct fixture *f = *state;
+	to_paying(f);
+	assert_int_equal(stats(f, 64, 500).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
+	while (f->j.control == JUDGE_CTL_WAIT)
+		stats(f, 16, 500);
+	stats(f, JUDGE_CONTROL_STATS, 500);
+	assert_true(f->j.ctl_recheck);
+	stats(f, 72, 500);
+	assert_int_equal(stats(f, 64, 500).act, JUDGE_NO_GAIN);
+	assert_int_equal(f->fs->no_gain, 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -222,6 +275,8 @@ int main(void)
 		T(test_first_stretch_past_window),
 		T(test_first_stretch_grouped),
 		T(test_first_stretch_fuse),
+		T(test_stall_after_paying),
+		T(test_stopped_paying),
 	};
 	return cmocka_run_group_tests_name("judge", tests, NULL, NULL);
 }
