@@ -522,6 +522,14 @@ uint64_t policy_window_reach(uint64_t window, bool grouped, uint64_t entries, ui
 	return window * (per < 1 ? 1 : per > DIRAHEAD_INODE_GROUP ? DIRAHEAD_INODE_GROUP : per);
 }
 
+unsigned policy_window_max(const struct policy *p, const struct pol_fs *fs, bool scan_paid)
+{
+	unsigned max = p->cfg.window_max, cap = 2 * p->cfg.gain_stats;
+	if (!p->cfg.policy_enabled || scan_paid || (fs && fs->verdict == POL_PAYS))
+		return max;
+	return cap < max ? cap : max;
+}
+
 double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared)
 {
 	if (!w || !w->n || !used)

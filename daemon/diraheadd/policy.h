@@ -348,6 +348,14 @@ bool policy_inode_groups(uint64_t magic, uint32_t dev_major);
  * those read with them; a directory in hash order, ext4's, has few neighbours next to each
  * other), a whole group until one has finished. */
 uint64_t policy_window_reach(uint64_t window, bool grouped, uint64_t entries, uint64_t requests);
+/* The most a scan's window may grow to, in requests: window_max, but twice the stretch a judgment
+ * takes (gain_stats) until one in this scan (scan_paid) or the filesystem's verdict says that
+ * prefetch pays.  The window doubles on every progress event whose stats were fetched, and
+ * where the program's stats are slow whether fetched or not (nothing the daemon looks up is
+ * kept: entry timeout 0), it reached 1,024 ahead before the first stretch was judged, and the
+ * control that judgment asked for waited for the program to pass all of it: 2,000 entries of
+ * 2,000 fetched for a scan that ended no_gain (policy-nogain, beside three busy loops). */
+unsigned policy_window_max(const struct policy *p, const struct pol_fs *fs, bool scan_paid);
 /* What the program could have waited for `used` of the requests in w, in seconds. */
 double policy_waits_bound_s(const struct pol_waits *w, uint64_t used, bool shared);
 /* *measured (may be NULL): whether any figures stood behind the estimate. */

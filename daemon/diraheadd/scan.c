@@ -1092,8 +1092,9 @@ static void stop_or_grow(struct scan *s, const struct progress *p)
 		return;
 	}
 	uint32_t old_step = progress_step(s);
-	if (p->kind != SERVED_MISS && p->sequential && s->window < m->cfg.window_max)
-		s->window = s->window * 2 > m->cfg.window_max ? m->cfg.window_max : s->window * 2;
+	uint32_t max = policy_window_max(m->pol, scan_fs(s), s->j.paid);
+	if (p->kind != SERVED_MISS && p->sequential && s->window < max)
+		s->window = s->window * 2 > max ? max : s->window * 2;
 	uint64_t limit = budget_window(s, s->app_pos + window_reach(s));
 	if (limit > s->limit) {
 		s->limit = limit;

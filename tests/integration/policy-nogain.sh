@@ -9,10 +9,11 @@
 # once measured a 1.8x gain):
 # - `ls -l` of 2,000 entries (100 us a lookup, about five per entry): the scan is prefetched, does not make the
 #   program's stats cheaper and ends as no_gain; the filesystem's verdict becomes no_gain;
-#   the daemon's requests stop early (at most 1,200 of the 2,000 entries fetched: 945 on a slow
-#   host, where the window had run further ahead by the judgment); the program's time is not
-#   judged beyond a gross slowdown (2x + 0.5 s): two single runs on a busy machine differ by
-#   30% with nothing to do with us (make bench measures it);
+#   the daemon's requests stop early (at most 600 of the 2,000 entries fetched: until a stretch
+#   pays, the window grows to twice the stretch judged, policy_window_max; 191-218 beside three
+#   busy loops, where all 2,000 were fetched before it); the program's time is not judged beyond
+#   a gross slowdown (3x + 2 s): beside three busy loops, single runs of the same ls -l took
+#   1.6 s to 8 s with nothing to do with us (make bench measures it);
 # - the next scan there is skipped at once (fs_no_gain), nothing prefetched for it;
 # - the verdict survives a config reload (SIGHUP);
 # - after reprobe_s the filesystem is probed again (reprobes counted), and the backoff doubles:
@@ -44,11 +45,11 @@ info "ls -l with the daemon (first scan on this filesystem): $on ms"
 ctl stats | grep -E 'no_gain|prefetched|muted|judgments|app_stat|filesystems' || true
 assert_eq "$(daemon_stat scans_ended.no_gain)" 1 "scans ended as no_gain"
 assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict of a slowfs that caches nothing"
-assert_le "$on" $((off * 2 + 500)) "ls -l with the daemon (ms) against $off ms without"
+assert_le "$on" $((off * 3 + 2000)) "ls -l with the daemon (ms) against $off ms without"
 # judged after a stretch of gain_stats (64) with prefetch, the window it had fetched, and a
 # control stretch of 32 stats without
 wasted=$(daemon_stat entries_prefetched)
-assert_le "$wasted" 1200 "entries prefetched before the scan was judged"
+assert_le "$wasted" 600 "entries prefetched before the scan was judged"
 
 # ls_until DIR CHECK...: ls -l DIR until CHECK holds (the daemon has decided), then stop it
 ls_until() {

@@ -820,6 +820,29 @@ static void test_window_reach(void **state)
 	assert_true(policy_inode_groups(0x9123683E, 0));                  /* btrfs, anonymous dev */
 }
 
+/* Until prefetch is found to pay (in the scan, or on its filesystem), the window grows to twice
+ * the stretch a judgment takes, not to window_max: what a scan that ends no_gain fetched. */
+static void test_window_max(void **state)
+{
+	struct policy *p = *state;
+	struct dd_config c = defaults();
+	c.window_max = 1024;
+	policy_reconfigure(p, &c);
+	struct pol_fs *fs = policy_fs(p, 0, 40, FUSE, T0);
+	assert_int_equal(policy_window_max(p, fs, false), 128);
+	assert_int_equal(policy_window_max(p, fs, true), 1024);
+	fs->verdict = POL_PAYS;
+	assert_int_equal(policy_window_max(p, fs, false), 1024);
+	fs->verdict = POL_UNKNOWN;
+	c.window_max = 64; /* never above window_max */
+	policy_reconfigure(p, &c);
+	assert_int_equal(policy_window_max(p, fs, false), 64);
+	c.window_max = 1024;
+	c.policy_enabled = false; /* no cost model: no judgment to wait for */
+	policy_reconfigure(p, &c);
+	assert_int_equal(policy_window_max(p, fs, false), 1024);
+}
+
 static void test_walk_depths(void **state)
 {
 	struct policy *p = *state;
@@ -889,6 +912,7 @@ int main(void)
 		T(test_list_judge),
 		T(test_list_kind),
 		cmocka_unit_test(test_window_reach),
+		T(test_window_max),
 	};
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
