@@ -131,10 +131,12 @@ struct judge_verdict judge_after_probe(struct judge *j, const struct judge_who *
 	return (struct judge_verdict){ .act = JUDGE_START };
 }
 
-/* A judgment made: in the verdict for the stats, and in the log. */
+/* A judgment made: in the verdict for the stats, and in the log unless `quiet` (a stretch that
+ * pays again at the same depth: one line every 64 stats, 300 for a 20,000-entry scan, filled the
+ * log's rate limit and hid the lines that say what was decided). */
 static void judged(struct judge_verdict *v, const struct judge_who *w,
 		   const struct pol_cost *before, const struct pol_cost *after, bool ok,
-		   const char *what)
+		   const char *what, bool quiet)
 {
 	double b, a;
 	policy_judged_costs(before, after, &b, &a);
@@ -143,6 +145,8 @@ static void judged(struct judge_verdict *v, const struct judge_who *w,
 		v->before_s = b / 1e9;
 		v->after_s = a / 1e9;
 	}
+	if (quiet)
+		return;
 	log_debug("scan of %s by pid %u: stats cost %.1f us %s, %.1f us with prefetch: %s, depth %u",
 		  w->path, w->tgid, b / 1e3, what, a / 1e3, ok ? "pays" : "no gain",
 		  policy_depth(w->pol, fs_of(w)));
@@ -194,7 +198,7 @@ static struct judge_verdict control(struct judge *j, const struct judge_who *w,
 	}
 	bool ok = policy_judge(w->pol, fs_of(w), &before, &j->ctl_after, j->ctl_late, false,
 			       w->now_ns);
-	judged(&v, w, &before, &j->ctl_after, ok, "without prefetch (control)");
+	judged(&v, w, &before, &j->ctl_after, ok, "without prefetch (control)", false);
 	j->before = before;
 	j->judged = true;
 	j->paid = ok;
@@ -317,7 +321,8 @@ struct judge_verdict judge_payoff(struct judge *j, const struct judge_who *w,
 	}
 	struct judge_verdict v = wait;
 	bool ok = policy_judge(w->pol, fs, &before, &after, late, n < need, w->now_ns);
-	judged(&v, w, &before, &after, ok, j->ctl_recheck ? "without prefetch (control)" : "before");
+	judged(&v, w, &before, &after, ok, j->ctl_recheck ? "without prefetch (control)" : "before",
+	       ok && j->paid && policy_depth(w->pol, fs) == s->depth);
 	j->ctl_recheck = false;
 	j->judged = true;
 	j->paid = ok;
