@@ -90,8 +90,10 @@ ends=$(grep "scan end: pid $pid4 " "$DAEMON_LOG" || true)
 echo "$ends"
 # under a fifth: one thread left alone sends its 300 itself, a quarter of all; the rest is the
 # interpreter's and the probes' (quiet: 85-86; beside two busy loops the probes last longer:
-# 131 and 141 seen)
-assert_le $((on4 * 5)) "$off4" "4 threads: lookups with the daemon x5"
+# 131 and 141 seen).  Beside three busy loops the first stretch may show a modest gain (2.2x:
+# 1,218 us probed, 549 us with prefetch, the program waiting for a CPU), which a control stretch
+# of 32 stats on its own confirms: up to 32 more a thread (364 seen)
+assert_le $((on4 * 5)) $((off4 + 5 * 4 * 32)) "4 threads: lookups with the daemon x5 (less the controls)"
 for i in 0 1 2 3; do
 	e=$(grep "$T/mnt/on/t$i/dir: " <<<"$ends" || true)
 	assert_eq "$(grep -c . <<<"$e")" 1 "thread $i: one scan"
@@ -108,6 +110,6 @@ onp=$(run private.py "$T/mnt/on/private")
 info "a private cwd and fd table with the daemon: $onp lookups"
 assert_eq "$(daemon_stat skips.mismatch)" "$mm0" "private: no scan opened the wrong directory"
 assert_eq "$(daemon_stat skips.open_failed)" "$of0" "private: every scan opened"
-assert_le $((onp * 5)) "$offp" "private: lookups with the daemon x5"
+assert_le $((onp * 5)) $((offp + 5 * 32)) "private: lookups with the daemon x5 (less a control)"
 daemon_stop
 echo "PASS"

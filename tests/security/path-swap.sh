@@ -38,7 +38,8 @@ on_exit "kill -CONT $DAEMON_PID 2>/dev/null"
 SLOWFS_CTL=$CTL_B slowfs_ctl reset >/dev/null
 
 coproc STAT { setpriv --reuid=$U --regid=$U --clear-groups -- "$T/bin/dps-stat" "$T/link"; }
-on_exit "kill ${STAT_PID:-0} 2>/dev/null"
+stat_pid=$STAT_PID # (bash unsets STAT_PID once it has reaped the coprocess)
+on_exit "kill $stat_pid 2>/dev/null"
 step() { # FIRST LAST: the program stats those names; they all exist
 	echo "$1 $2" >&"${STAT[1]}"
 	read -r -t 30 line <&"${STAT[0]}" || fail "the program did not stat $1..$2"
@@ -61,7 +62,7 @@ assert_eq "$(b_stat "pid.$DAEMON_PID.all")" 0 "the daemon's requests to the dire
 assert_eq "$(daemon_stat skips.path_mismatch)" 1 "runs skipped: the path leads elsewhere now"
 assert_eq "$(daemon_stat scans_started)" 0 "scans started"
 exec {STAT[1]}>&-
-wait "$STAT_PID" || true
+wait "$stat_pid" || true
 
 # The same on one filesystem: directory d renamed away and another one, with the same names,
 # renamed in its place (slowfs C follows its backing store; no kernel caching, so the daemon's
@@ -72,7 +73,8 @@ make_files "$T/back-c/e" $N
 slowfs_mount "$T/back-c" "$T/mnt-c" --latency-us 1000 --entry-timeout 0 --attr-timeout 0
 c_stat() { slowfs_stat "$1"; }
 coproc STAT { setpriv --reuid=$U --regid=$U --clear-groups -- "$T/bin/dps-stat" "$T/mnt-c/d"; }
-on_exit "kill ${STAT_PID:-0} 2>/dev/null"
+stat_pid=$STAT_PID # (bash unsets STAT_PID once it has reaped the coprocess)
+on_exit "kill $stat_pid 2>/dev/null"
 step 1 7
 kill -STOP "$DAEMON_PID"
 step 8 8
@@ -93,6 +95,6 @@ done
 # checked in it; a prefetch would look up hundreds
 assert_le "$(c_stat "pid.$DAEMON_PID.lookup")" 4 "the daemon's lookups there"
 exec {STAT[1]}>&-
-wait "$STAT_PID" || true
+wait "$stat_pid" || true
 daemon_stop
 echo "PASS"
