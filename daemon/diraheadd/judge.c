@@ -237,12 +237,23 @@ static bool wants_confirmation(const struct judge *j, const struct policy *pol, 
 	       a >= 0 && !policy_gains(pol, b, a);
 }
 
+/* A control stretch, against the stretch with prefetch just measured: the window is held until
+ * the program has passed it (control()). */
+static void ask_control(struct judge *j, const struct judge_scan *s, const struct pol_cost *after,
+			double late)
+{
+	j->control = JUDGE_CTL_WAIT;
+	j->ctl_limit = s->limit;
+	j->ctl_after = *after;
+	j->ctl_late = late;
+}
+
 /* The first event once something is fetched opens the first stretch (a directory read whole
  * before its first fetch, to sort it, is no stretch of prefetch yet).  On a filesystem judged to
- * pay it is measured from where the program has passed the window prefetch opened with: before that the program stats what is
- * being fetched for the first time, and pays for it as if alone (find -ls of 20,000 files on a
- * 0.5 ms xfs volume: 580 us a stat over the first 71, 540 us probed, and the scan was ended
- * no_gain; 6-10 us a stat once ahead). */
+ * pay it is measured from where the program has passed the window prefetch opened with: before
+ * that the program stats what is being fetched for the first time, and pays for it as if alone
+ * (find -ls of 20,000 files on a 0.5 ms xfs volume: 580 us a stat over the first 71, 540 us
+ * probed, and the scan was ended no_gain; 6-10 us a stat once ahead). */
 static struct judge_verdict open_stretch(struct judge *j, const struct pol_sample *now,
 					 const struct judge_scan *s, bool pays)
 {
@@ -300,19 +311,13 @@ struct judge_verdict judge_payoff(struct judge *j, const struct judge_who *w,
 	double b, a;
 	policy_judged_costs(&before, &after, &b, &a);
 	if (wants_control(j, fs, b, a, s)) {
-		j->control = JUDGE_CTL_WAIT;
-		j->ctl_limit = s->limit;
-		j->ctl_after = after;
-		j->ctl_late = late;
+		ask_control(j, s, &after, late);
 		log_debug("scan of %s by pid %u: stats cost %.1f us probed, %.1f us with prefetch: "
 			  "a control stretch without prefetch first", w->path, w->tgid, b / 1e3, a / 1e3);
 		return wait;
 	}
 	if (wants_confirmation(j, w->pol, b, a, s)) {
-		j->control = JUDGE_CTL_WAIT;
-		j->ctl_limit = s->limit;
-		j->ctl_after = after;
-		j->ctl_late = late;
+		ask_control(j, s, &after, late);
 		j->paid = false;
 		log_debug("scan of %s by pid %u: stats cost %.1f us before, %.1f us with prefetch, "
 			  "after it paid: a control stretch without prefetch first", w->path, w->tgid,
