@@ -36,12 +36,16 @@ const char *const arm_signal_names[ARM_SIG_MAX] = { ARM_SIGNALS(X_NAME) };
 struct arm {
 	struct daemon *d;
 	struct sentinel *sen;        /* NULL: this kernel cannot run it; always armed */
-	sd_event_source *io, *timer;
+	sd_event_source *io, *timer, *settle;
 	bool on_block;               /* the mode in effect */
 	bool armed;
 	uint64_t armed_since_ns, armed_total_ns, last_ns;
 	uint64_t arms, disarms;
 	uint64_t sig[ARM_SIG_MAX];
+	/* the filesystem of the last signal that armed or kept the hooks (arm_settled) */
+	bool keep_known;
+	uint32_t keep_major, keep_minor;
+	uint64_t keep_magic;
 	void (*on_quiet)(void *ctx);
 	void *quiet_ctx;
 };
@@ -154,6 +158,12 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 		walk_mgr_blocked(d->walks, ev->tgid, ev->dev_major, ev->dev_minor,
 				 ev->fs == DIRAHEAD_SENT_FS_CWD ? 0 : ev->ino);
 	enum arm_signal s = arm_decide(a->armed, v, filtered(&d->cfg, ev), one_dir(ev));
+	if (s == ARM_SIG_ARMED || s == ARM_SIG_KEPT) {
+		a->keep_known = ev->fs != DIRAHEAD_SENT_FS_UNKNOWN;
+		a->keep_major = ev->dev_major;
+		a->keep_minor = ev->dev_minor;
+		a->keep_magic = ev->magic;
+	}
 	if (s == ARM_SIG_ARMED) {
 		if (set_hooks(a, true, true) < 0)
 			s = ARM_SIG_FAILED;
@@ -200,11 +210,54 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata)
 			log_debug("disarmed: no blocked metadata call for %u s", d->cfg.quiet_s);
 			if (a->on_quiet)
 				a->on_quiet(a->quiet_ctx);
+			sentinel_consume(a->sen); /* as in arm_settle() */
 			return 0;
 		}
 	}
 	poll_later(a);
 	return 0;
+}
+
+static bool settled(struct arm *a, enum pol_arm *v)
+{
+	struct daemon *d = a->d;
+	unsigned live = scan_mgr_tracked(d->mgr) + scan_mgr_walks(d->mgr);
+	*v = policy_arm_verdict(scan_mgr_policy(d->mgr), a->keep_major, a->keep_minor, a->keep_magic,
+				mono_ns());
+	return a->armed && a->on_block &&
+	       arm_settled(a->keep_known, *v,
+			   policy_lists_pay(scan_mgr_policy(d->mgr), a->keep_major, a->keep_minor,
+					    a->keep_magic),
+			   live);
+}
+
+static int on_settle(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct arm *a = userdata;
+	enum pol_arm v;
+	(void)s;
+	(void)usec;
+	if (!settled(a, &v) || set_hooks(a, false, true) < 0)
+		return 0;
+	log_debug("disarmed: %u:%u, which armed them, is judged %s and nothing runs", a->keep_major,
+		  a->keep_minor, v == POL_ARM_FAST ? "fast" : v == POL_ARM_HUNG ? "hung" : "no_gain");
+	a->keep_known = false;
+	if (a->on_quiet)
+		a->on_quiet(a->quiet_ctx);
+	/* records written lazily while armed are still unread, and the ring wakes its reader only
+	 * once it has caught up: read them, or no signal would wake the daemon again */
+	sentinel_consume(a->sen);
+	return 0;
+}
+
+void arm_settle(struct arm *a)
+{
+	uint64_t now;
+	if (!a->armed || !a->on_block || !a->keep_known)
+		return;
+	sd_event_now(a->d->loop, CLOCK_MONOTONIC, &now);
+	sd_event_source_set_time(a->settle, now + ARM_SETTLE_USEC);
+	sd_event_source_set_enabled(a->settle, SD_EVENT_ONESHOT);
 }
 
 void arm_on_quiet(struct arm *a, void (*fn)(void *ctx), void *ctx)
@@ -271,6 +324,13 @@ struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 		return NULL;
 	}
 	sd_event_source_set_enabled(a->timer, SD_EVENT_OFF);
+	if ((r = sd_event_add_time(d->loop, &a->settle, CLOCK_MONOTONIC, UINT64_MAX, 10000, on_settle,
+				   a)) < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+		arm_free(a);
+		return NULL;
+	}
+	sd_event_source_set_enabled(a->settle, SD_EVENT_OFF);
 	a->sen = sentinel_open(procdir_self_tgid(), on_sentinel_event, a, e, sizeof(e));
 	if (!a->sen) {
 		log_warn("no sentinel (%s): the detector's syscall hooks stay attached ([detect] arm = "
@@ -328,6 +388,7 @@ void arm_free(struct arm *a)
 	if (a->d->walks)
 		walk_mgr_set_watch(a->d->walks, NULL, NULL);
 	sd_event_source_disable_unref(a->timer);
+	sd_event_source_disable_unref(a->settle);
 	sd_event_source_disable_unref(a->io);
 	sentinel_close(a->sen);
 	free(a);

@@ -91,6 +91,22 @@ static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_n
 	return !live && now_ns >= last_ns && now_ns - last_ns >= quiet_ns;
 }
 
+/* Disarm before quiet_s?  The filesystem of the last signal that armed or kept the hooks (known:
+ * the sentinel named it) has been judged since, and not for prefetch (verdict: what arming would
+ * say of it now; lists_pay: walkers there are helped by listing ahead, which their fast stats do
+ * not decide), and nothing is running or being decided (live: scans in any state, walks) for
+ * ARM_SETTLE_USEC since the detector last reported.  A cold ext4 `find -ls` of 20,000 files
+ * blocks every few hundred inodes and arms, its probe finds 15 us a stat (fast), and the hooks
+ * attached for the rest of it and quiet_s after cost some 6% of its run (0.91-0.95x of off on a
+ * slow volume); a new signal there is ignored until a re-judgment is due, so this does not attach
+ * and detach in a loop.  The wait lets a walker that was judged fast in one directory reach the
+ * next (a walk is judged on its listings, walk.h). */
+#define ARM_SETTLE_USEC 200000ull
+static inline bool arm_settled(bool known, enum pol_arm verdict, bool lists_pay, unsigned live)
+{
+	return known && verdict != POL_ARM_YES && !lists_pay && !live;
+}
+
 /* Opens the sentinel and applies [detect] arm; without a sentinel (an old kernel) it arms
  * always, with a warning.  NULL only on out of memory / event loop errors (err filled). */
 struct arm *arm_new(struct daemon *d, char *err, size_t errlen);
@@ -99,6 +115,10 @@ struct arm *arm_new(struct daemon *d, char *err, size_t errlen);
 void arm_on_quiet(struct arm *a, void (*fn)(void *ctx), void *ctx);
 /* After a reload: d->cfg's arm, quiet_s, enabled and filters apply from now. */
 void arm_reconfigure(struct arm *a);
+/* After the detector reported (a batch of events: scans judged, started, ended): detach the
+ * hooks ARM_SETTLE_USEC from now, unless it reports again meanwhile, where arm_settled() says
+ * so then. */
+void arm_settle(struct arm *a);
 void arm_get_stats(struct arm *a, struct arm_stats *out);
 /* The sentinel program's id and run statistics, false without one. */
 bool arm_sentinel_prog(struct arm *a, uint32_t *id, uint64_t *run_cnt, uint64_t *run_time_ns,

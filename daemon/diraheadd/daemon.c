@@ -283,6 +283,8 @@ static void on_batch(void *ctx)
 	uint64_t now;
 	summary_kick(d);
 	persist_kick(d);
+	if (d->arm)
+		arm_settle(d->arm);
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	if (scan_mgr_active(d->mgr) != d->last_active && now - d->last_notify > 1000000) {
 		d->last_active = scan_mgr_active(d->mgr);

@@ -698,6 +698,15 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 	return POL_ARM_YES; /* never seen: find out */
 }
 
+bool policy_lists_pay(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+		      uint64_t magic)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (fs_is(&p->fs[i], dev_major, dev_minor, magic))
+			return p->fs[i].list.verdict == POL_PAYS;
+	return false;
+}
+
 bool policy_judged_fast(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 			uint64_t magic)
 {

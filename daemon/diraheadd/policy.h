@@ -227,6 +227,9 @@ enum pol_arm policy_arm_verdict(const struct policy *p, uint32_t dev_major, uint
 
 /* Whether the stats on this filesystem are judged fast, trusted still or not (the sentinel's
  * brief spells of blocking do not overturn that: arm_overturns_fast). */
+/* Does listing ahead of walkers pay on this filesystem (its listing verdict)? */
+bool policy_lists_pay(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
+		      uint64_t magic);
 bool policy_judged_fast(const struct policy *p, uint32_t dev_major, uint32_t dev_minor,
 			uint64_t magic);
 

@@ -1323,6 +1323,7 @@ void scan_mgr_reconfigure(struct scan_mgr *m, const struct dd_config *cfg)
 
 unsigned scan_mgr_active(const struct scan_mgr *m) { return m->active; }
 unsigned scan_mgr_walks(const struct scan_mgr *m) { return walk_mgr_count(m->walks); }
+unsigned scan_mgr_tracked(const struct scan_mgr *m) { return m->nscans + (m->pending != NULL); }
 unsigned scan_mgr_openers_stuck(const struct scan_mgr *m) { return opener_stuck(m->openers); }
 
 uint64_t scan_mgr_inflight(const struct scan_mgr *m) { return host_inflight(m->host); }

@@ -51,6 +51,9 @@ void scan_mgr_mark_interleaved(struct scan_mgr *m, const struct dirahead_event *
 void scan_mgr_reconfigure(struct scan_mgr *m, const struct dd_config *cfg);
 unsigned scan_mgr_active(const struct scan_mgr *m);
 unsigned scan_mgr_walks(const struct scan_mgr *m);  /* walks running (walk.h) */
+/* Scans known in any state (probing, opening, prefetching) and runs of stats still being
+ * resolved: what the daemon is still deciding about. */
+unsigned scan_mgr_tracked(const struct scan_mgr *m);
 unsigned scan_mgr_openers_stuck(const struct scan_mgr *m);
 uint64_t scan_mgr_inflight(const struct scan_mgr *m);
 const char *scan_mgr_backend(const struct scan_mgr *m);

@@ -3,7 +3,8 @@
 #
 # A filesystem whose verdict is no_gain does not arm ([detect] arm = on-block): on slowfs
 # that answers one request at a time (--serial: prefetch cannot help, see policy-nogain.sh) a first cold `ls -l`
-# arms, is judged no_gain; after the disarm, cold `ls -l`s there leave the hooks detached (the
+# arms, is judged no_gain; the hooks go once that verdict is reached and nothing runs (not
+# quiet_s later: arm_settled); after the disarm, cold `ls -l`s there leave the hooks detached (the
 # signals are counted as ignored_verdict, the sys_exit program does not run) until its
 # re-probe; a cold `ls -l` on another slowfs (parallel lookups) arms and is prefetched.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -19,7 +20,7 @@ ln -s "$(realpath "$(command -v ls)")" "$T/dra-ls"
 # start_factor: the pay-off rule decides (as in policy-nogain.sh); min_gain 20 until the other
 # filesystem: what is tested is arming after a no_gain verdict, not how it was reached (a serial
 # server sometimes shows a first gain over 1.3x: the probe's stats right after a listing)
-conf() { printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\nquiet_s = 2\n[policy]\nreprobe_s = 600\nstart_factor = 0.1\n%s' "$1" >"$DAEMON_CONF"; }
+conf() { printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\nquiet_s = 60\n[policy]\nreprobe_s = 600\nstart_factor = 0.1\n%s' "$1" >"$DAEMON_CONF"; }
 conf 'min_gain = 20
 '
 slowfs_mount "$T/back" "$T/mnt" --latency-us 500 --serial
@@ -31,7 +32,11 @@ drop_caches
 "$T/dra-ls" -l "$T/mnt/first" >/dev/null
 assert_eq "$(daemon_stat arms)" 1 "arms by the first cold ls -l"
 assert_eq "$(daemon_stat "filesystems.$dev.verdict")" no_gain "verdict of a serial slowfs"
-wait_for 30 disarmed
+# quiet_s is 60: the hooks go once the filesystem that armed them is judged and nothing runs
+# (arm_settled), not a minute later
+wait_for 15 disarmed
+grep -q "disarmed: $dev, which armed them, is judged no_gain and nothing runs" "$DAEMON_LOG" ||
+	fail "not disarmed for the verdict"
 x0=$(daemon_stat sys_exit_runs)
 for d in again more; do
 	drop_caches

@@ -67,6 +67,23 @@ static void quiet(void **state)
 	assert_false(arm_quiet(T0, T0 + SEC, 5 * SEC, 0));
 }
 
+static void settled(void **state)
+{
+	(void)state;
+	/* the filesystem that armed them judged fast, no_gain or hung since, nothing running */
+	assert_true(arm_settled(true, POL_ARM_FAST, false, 0));
+	assert_true(arm_settled(true, POL_ARM_NO_GAIN, false, 0));
+	assert_true(arm_settled(true, POL_ARM_HUNG, false, 0));
+	/* not judged yet, or judged to pay: quiet_s decides */
+	assert_false(arm_settled(true, POL_ARM_YES, false, 0));
+	/* its stats are fast, but listing ahead of walkers pays there */
+	assert_false(arm_settled(true, POL_ARM_FAST, true, 0));
+	/* a scan (probing included) or walk running keeps them */
+	assert_false(arm_settled(true, POL_ARM_FAST, false, 1));
+	/* the sentinel could not say which filesystem armed them */
+	assert_false(arm_settled(false, POL_ARM_FAST, false, 0));
+}
+
 static void verdicts(void **state)
 {
 	(void)state;
@@ -151,6 +168,7 @@ int main(void)
 		cmocka_unit_test(decide),
 		cmocka_unit_test(one_dir),
 		cmocka_unit_test(quiet),
+		cmocka_unit_test(settled),
 		cmocka_unit_test(verdicts),
 		cmocka_unit_test(brief_spells),
 	};
