@@ -130,7 +130,7 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 	uint64_t now = mono_ns();
 	enum pol_arm v = POL_ARM_YES;
 	struct policy *pol = scan_mgr_policy(d->mgr);
-	bool brief = false;
+	bool brief = false; /* the signal does not overturn a `fast` verdict */
 	if (ev->fs != DIRAHEAD_SENT_FS_UNKNOWN) {
 		/* first contact: what the kernel says of it, before any scan there */
 		policy_note_fsinfo(pol, ev->dev_major, ev->dev_minor, ev->magic, 0, ev->fsinfo, now);
@@ -140,6 +140,11 @@ static int on_sentinel_event(const struct dirahead_sentinel_event *ev, void *ctx
 		    !arm_overturns_fast(ev->spell_ns, SENTINEL_RATE_MS * 1000000ull)) {
 			brief = true;
 			v = POL_ARM_FAST;
+		}
+		if (arm_for_listings(v, ev->call != DIRAHEAD_SENT_STAT,
+				     policy_lists_pay(pol, ev->dev_major, ev->dev_minor, ev->magic))) {
+			brief = true; /* not a re-judgment of its stats */
+			v = POL_ARM_YES;
 		}
 	}
 	/* calls that go on blocking outweigh an earlier `fast` there: judge it again, the process

@@ -91,6 +91,16 @@ static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_n
 	return !live && now_ns >= last_ns && now_ns - last_ns >= quiet_ns;
 }
 
+/* Does a blocked listing or open of a directory arm where the stats are judged fast (verdict
+ * POL_ARM_FAST)?  Where listing ahead of walkers pays (lists_pay: the filesystem's listing
+ * verdict), yes, at once: its fast stats say nothing of its listings (seen: ls -lR on a FUSE
+ * listing cache, 2 ms a listing, its first 200 ms unhelped until its spell re-judged the
+ * stats).  Its stats are not judged again for it. */
+static inline bool arm_for_listings(enum pol_arm verdict, bool listing, bool lists_pay)
+{
+	return verdict == POL_ARM_FAST && listing && lists_pay;
+}
+
 /* Disarm before quiet_s?  The filesystem of the last signal that armed or kept the hooks (known:
  * the sentinel named it) has been judged since, and not for prefetch (verdict: what arming would
  * say of it now; lists_pay: walkers there are helped by listing ahead, which their fast stats do
@@ -98,10 +108,12 @@ static inline bool arm_quiet(uint64_t now_ns, uint64_t last_ns, uint64_t quiet_n
  * ARM_SETTLE_USEC since the detector last reported.  A cold ext4 `find -ls` of 20,000 files
  * blocks every few hundred inodes and arms, its probe finds 15 us a stat (fast), and the hooks
  * attached for the rest of it and quiet_s after cost some 6% of its run (0.91-0.95x of off on a
- * slow volume); a new signal there is ignored until a re-judgment is due, so this does not attach
- * and detach in a loop.  The wait lets a walker that was judged fast in one directory reach the
- * next (a walk is judged on its listings, walk.h). */
-#define ARM_SETTLE_USEC 200000ull
+ * slow volume), and of the next runs within quiet_s; a new signal there is ignored until a
+ * re-judgment is due, so this does not attach and detach in a loop.  The wait lets a walker that
+ * was judged fast in one directory reach the next, where its listings are judged (walk.h): at
+ * 0.2 s a busy machine's ls -lR on a fresh FUSE mount was disarmed before it descended, and its
+ * next 200 ms went unhelped. */
+#define ARM_SETTLE_USEC 1000000ull
 static inline bool arm_settled(bool known, enum pol_arm verdict, bool lists_pay, unsigned live)
 {
 	return known && verdict != POL_ARM_YES && !lists_pay && !live;

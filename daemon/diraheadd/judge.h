@@ -100,6 +100,14 @@ struct judge_scan {
 	bool final;                 /* its END: a last judgment if it was too short for one */
 	bool grouped;               /* one request reads an inode group (a block device) */
 };
+/* Room for a control stretch: the directory goes on past the window (`limit`; eof: all of it
+ * read, `read` entries) by the control and a judged stretch after it.  A control with less than
+ * gain_stats stats behind it judges nothing and costs its stats: a 300-entry directory on a busy
+ * machine was looked up 364 times by its program beside the prefetch, against 1,209 alone. */
+static inline bool judge_control_room(bool eof, uint64_t read, uint64_t limit, unsigned gain_stats)
+{
+	return !eof || read > limit + JUDGE_CONTROL_STATS + gain_stats;
+}
 /* The pay-off rule, on each PROGRESS while prefetching: _WAIT (pays, or not judged yet) or
  * _NO_GAIN. */
 struct judge_verdict judge_payoff(struct judge *j, const struct judge_who *w,

@@ -333,12 +333,26 @@ double policy_entry_cost_ns(const struct policy *p);
 /* What a scan's or walk's requests waited: their count, the sum of their latencies, and the wall
  * time with at least one of them in flight (busy_ns, the union of their intervals, taken in the
  * order they complete).  policy_waits_add(): one request completed at done_ns after latency_ns. */
+#define POL_UNIT_BITS 4096
 struct pol_waits {
 	uint64_t n;
 	double lat_sum_ns, busy_ns;
 	uint64_t busy_end_ns;
+	/* Where entries share their reads and the filesystem says how many (policy_read_unit):
+	 * the distinct units of inodes read together that its requests fetched (counted in a
+	 * bitmap: linear counting, good to some 30,000 units). */
+	uint8_t units[POL_UNIT_BITS / 8];
 };
 void policy_waits_add(struct pol_waits *w, uint64_t done_ns, uint64_t latency_ns);
+/* Inodes one read brings in on this filesystem, as a program on its own waits for them (xfs:
+ * its inode cluster, 32; ext4: 128, its blocks of 16 and their readahead), 0 where not known
+ * (btrfs, FUSE). */
+uint64_t policy_read_unit(uint64_t magic);
+/* A request fetched inode `ino`, on a filesystem whose reads bring in `unit` inodes
+ * (policy_read_unit, not 0). */
+void policy_waits_read(struct pol_waits *w, uint64_t ino, uint64_t unit);
+/* The distinct units those requests read, 0 where not known (none noted, the bitmap full). */
+double policy_waits_units(const struct pol_waits *w);
 /* Do the entries of a filesystem share their reads (inode blocks of a block device)? */
 bool policy_reads_shared(uint64_t magic, uint32_t dev_major);
 /* Does one statx read an entry's neighbours in inode order too (a block device's filesystem,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -973,14 +974,14 @@ static bool act_on_judgment(struct scan *s, const struct judge_verdict *v)
 	return v->act != JUDGE_NO_GAIN;
 }
 
-/* Room for a control stretch: the directory goes on well past the window. */
+/* Room for a control stretch and a judged stretch after it (judge_control_room). */
 static bool control_room(const struct scan *s)
 {
 	struct dirahead_dir_info info;
 	if (!s->dir)
 		return false;
 	dirahead_dir_get_info(s->dir, &info);
-	return !info.eof || info.read > s->limit + 2 * JUDGE_CONTROL_STATS;
+	return judge_control_room(info.eof, info.read, s->limit, policy_gain_stats(s->mgr->pol));
 }
 
 /*
@@ -1199,6 +1200,9 @@ static void scan_complete(const struct dirahead_completion *c)
 	s->completed += 1 + c->covered;
 	s->requests++;
 	policy_waits_add(&s->waits, mono_ns(), c->latency_ns);
+	uint64_t unit = policy_read_unit(s->magic);
+	if (unit && c->stx && policy_reads_shared(s->magic, s->dev_major))
+		policy_waits_read(&s->waits, c->stx->stx_ino, unit);
 }
 
 static void scan_fs_of(const void *dir_data, struct host_fs *fs)

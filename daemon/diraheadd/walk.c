@@ -477,6 +477,9 @@ static void walk_on_complete(const struct dirahead_completion *c)
 	n->completed += got;
 	uint64_t now = mono_ns();
 	policy_waits_add(&w->waits, now, c->latency_ns);
+	uint64_t unit = policy_read_unit(w->magic);
+	if (unit && c->stx && policy_reads_shared(w->magic, w->dev_major))
+		policy_waits_read(&w->waits, c->stx->stx_ino, unit);
 	if (!n->eof_ns && n->dir) { /* by now at the latest (visit's listing samples) */
 		struct dirahead_dir_info info;
 		dirahead_dir_get_info(n->dir, &info);

@@ -67,6 +67,16 @@ static void quiet(void **state)
 	assert_false(arm_quiet(T0, T0 + SEC, 5 * SEC, 0));
 }
 
+static void for_listings(void **state)
+{
+	(void)state;
+	assert_true(arm_for_listings(POL_ARM_FAST, true, true));
+	assert_false(arm_for_listings(POL_ARM_FAST, false, true));   /* a stat: the stats' verdict */
+	assert_false(arm_for_listings(POL_ARM_FAST, true, false));   /* listing ahead not judged to pay */
+	assert_false(arm_for_listings(POL_ARM_NO_GAIN, true, true)); /* no_gain, hung: not armed */
+	assert_false(arm_for_listings(POL_ARM_HUNG, true, true));
+}
+
 static void settled(void **state)
 {
 	(void)state;
@@ -169,6 +179,7 @@ int main(void)
 		cmocka_unit_test(one_dir),
 		cmocka_unit_test(quiet),
 		cmocka_unit_test(settled),
+		cmocka_unit_test(for_listings),
 		cmocka_unit_test(verdicts),
 		cmocka_unit_test(brief_spells),
 	};

@@ -263,6 +263,22 @@ static void test_stopped_paying(void **state)
 	assert_int_equal(f->fs->no_gain, 1);
 }
 
+/* Room for a control: a control and a judged stretch past the window, or the directory not read
+ * to its end yet. */
+static void test_control_room(void **state)
+{
+	(void)state;
+	assert_true(judge_control_room(false, 100, 200, 64));   /* more to read */
+	assert_true(judge_control_room(true, 12000, 200, 64));
+	/* 280 entries, the window at 192: a control to 224 would leave 56, fewer than a stretch */
+	assert_false(judge_control_room(true, 280, 192, 64));
+	assert_false(judge_control_room(true, 288, 192, 64));   /* exactly 32 + 64 */
+	assert_true(judge_control_room(true, 289, 192, 64));
+	assert_true(judge_control_room(true, 280, 192, 16));    /* shorter stretches judged */
+	/* the old rule's room (two controls past the window) was not enough */
+	assert_false(judge_control_room(true, 192 + 2 * JUDGE_CONTROL_STATS + 1, 192, 64));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -277,6 +293,7 @@ int main(void)
 		T(test_first_stretch_fuse),
 		T(test_stall_after_paying),
 		T(test_stopped_paying),
+		cmocka_unit_test(test_control_room),
 	};
 	return cmocka_run_group_tests_name("judge", tests, NULL, NULL);
 }
