@@ -110,7 +110,7 @@ DAEMON_SRCS := $(wildcard daemon/diraheadd/*.c)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
 $(DAEMON_OBJS): $(BPF_SKELS)
 $(BUILD)/diraheadd: $(DAEMON_OBJS) $(COMMON_OBJS) $(BUILD)/libdirahead.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(BPF_LIBS) $(SD_LIBS) -linih -lmicrohttpd -ljson-c $(LIB_DEPS) -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(BPF_LIBS) $(SD_LIBS) -linih -lmicrohttpd -ljson-c $(LIB_DEPS)
 ifneq ($(wildcard daemon/diraheadd/diraheadd.c),)
 all: $(BUILD)/diraheadd
 endif
@@ -166,7 +166,7 @@ TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(COMMON_OBJS) $(if $(LIB_SRCS),$(BUILD)/libdirahead.a)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_DEPS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIB_DEPS)
 # The cost model is pure bookkeeping: its unit test links policy.o alone.
 $(BUILD)/tests/unit/test_policy: $(BUILD)/daemon/diraheadd/policy.o
 $(BUILD)/tests/unit/test_policy: CFLAGS += -Idaemon/diraheadd

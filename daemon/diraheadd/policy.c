@@ -4,7 +4,6 @@
 #include "dirahead.h"
 #include "fsgroups.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -531,6 +530,23 @@ void policy_waits_read(struct pol_waits *w, uint64_t ino, uint64_t unit)
 	w->units[h / 8] |= (uint8_t)(1u << (h % 8));
 }
 
+/* ln(x) for 0 < x <= 1, to some 1e-9: the only logarithm here, not worth libm (a NEEDED library
+ * the packages would have to name). */
+static double ln01(double x)
+{
+	int halvings = 0;
+	while (x < 0.5) {
+		x *= 2;
+		halvings++;
+	}
+	double y = (x - 1) / (x + 1), y2 = y * y, term = y, sum = 0; /* |y| <= 1/3 */
+	for (int k = 1; k < 40; k += 2) {
+		sum += term / k;
+		term *= y2;
+	}
+	return 2 * sum - halvings * 0.69314718055994530942;
+}
+
 double policy_waits_units(const struct pol_waits *w)
 {
 	unsigned zero = 0;
@@ -540,7 +556,7 @@ double policy_waits_units(const struct pol_waits *w)
 		zero += 8 - (unsigned)__builtin_popcount(w->units[i]);
 	if (!zero || zero == POL_UNIT_BITS)
 		return 0; /* full: too many to count; empty: none noted */
-	return -(double)POL_UNIT_BITS * log((double)zero / POL_UNIT_BITS);
+	return -(double)POL_UNIT_BITS * ln01((double)zero / POL_UNIT_BITS);
 }
 
 bool policy_reads_shared(uint64_t magic, uint32_t dev_major)

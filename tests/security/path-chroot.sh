@@ -35,7 +35,8 @@ SLOWFS_CTL=$CTL_IN slowfs_ctl reset >/dev/null
 SLOWFS_CTL=$CTL_OUT slowfs_ctl reset >/dev/null
 
 coproc STAT { chroot --userspec=$U:$U "$T/top/jail" /dps-stat ../outside; }
-on_exit "kill ${STAT_PID:-0} 2>/dev/null"
+stat_pid=$STAT_PID # (bash unsets STAT_PID once it has reaped the coprocess)
+on_exit "kill $stat_pid 2>/dev/null"
 # slowly enough that the daemon is ahead of it (2 ms apart)
 echo "1 $N 2000" >&"${STAT[1]}"
 read -r -t 60 line <&"${STAT[0]}" || fail "the chrooted program did not finish its stats"
@@ -54,6 +55,6 @@ assert_ge "$(in_stat "pid.$DAEMON_PID.lookup")" 1 "the daemon's lookups inside t
 assert_eq "$(daemon_stat skips.path_mismatch)" 0 "runs refused as another directory"
 echo "" >&"${STAT[1]}" 2>/dev/null || true
 exec {STAT[1]}>&-
-wait "$STAT_PID" || true
+wait "$stat_pid" || true
 daemon_stop
 echo "PASS"
