@@ -215,7 +215,7 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata)
 			log_debug("disarmed: no blocked metadata call for %u s", d->cfg.quiet_s);
 			if (a->on_quiet)
 				a->on_quiet(a->quiet_ctx);
-			sentinel_consume(a->sen); /* as in arm_settle() */
+			sentinel_consume(a->sen); /* as in on_settle() */
 			return 0;
 		}
 	}
