@@ -309,6 +309,16 @@ static void walks_changed(void *ctx)
 		sentinel_set_lazy(a->sen, a->armed && !walk_mgr_rejudging(a->d->walks));
 }
 
+/* A monotonic timer of a's, off until set. */
+static int add_timer(struct arm *a, sd_event_source **src, uint64_t accuracy_usec,
+		     sd_event_time_handler_t fn)
+{
+	int r = sd_event_add_time(a->d->loop, src, CLOCK_MONOTONIC, UINT64_MAX, accuracy_usec, fn, a);
+	if (r >= 0)
+		sd_event_source_set_enabled(*src, SD_EVENT_OFF);
+	return r;
+}
+
 struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 {
 	struct arm *a = calloc(1, sizeof(*a));
@@ -322,20 +332,12 @@ struct arm *arm_new(struct daemon *d, char *err, size_t errlen)
 	a->armed = detector_syscalls_on(d->det);
 	if (a->armed)
 		a->armed_since_ns = a->last_ns = mono_ns();
-	if ((r = sd_event_add_time(d->loop, &a->timer, CLOCK_MONOTONIC, UINT64_MAX, 100000, on_poll,
-				   a)) < 0) {
+	if ((r = add_timer(a, &a->timer, 100000, on_poll)) < 0 ||
+	    (r = add_timer(a, &a->settle, 10000, on_settle)) < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-r));
 		arm_free(a);
 		return NULL;
 	}
-	sd_event_source_set_enabled(a->timer, SD_EVENT_OFF);
-	if ((r = sd_event_add_time(d->loop, &a->settle, CLOCK_MONOTONIC, UINT64_MAX, 10000, on_settle,
-				   a)) < 0) {
-		snprintf(err, errlen, "event loop: %s", strerror(-r));
-		arm_free(a);
-		return NULL;
-	}
-	sd_event_source_set_enabled(a->settle, SD_EVENT_OFF);
 	a->sen = sentinel_open(procdir_self_tgid(), on_sentinel_event, a, e, sizeof(e));
 	if (!a->sen) {
 		log_warn("no sentinel (%s): the detector's syscall hooks stay attached ([detect] arm = "
