@@ -51,6 +51,18 @@ static double ewma(double old, double x, double alpha)
 	return old > 0 ? old + alpha * (x - old) : x;
 }
 
+/* A program's listing, timed by BPF, is wall time: on a busy machine one that was preempted
+ * reads milliseconds for a cached directory.  Past its first samples (n since the last
+ * re-probe), one counts at most LIST_OUTLIER times the average: one does not decide a verdict,
+ * and a real change still moves the average by 1.75x a sample. */
+#define LIST_OUTLIER 4.0
+static double ewma_clipped(double old, double x, unsigned n)
+{
+	if (n >= 2 && old > 0 && x > LIST_OUTLIER * old)
+		x = LIST_OUTLIER * old;
+	return ewma(old, x, 0.25);
+}
+
 struct policy *policy_new(const struct dd_config *cfg)
 {
 	struct policy *p = calloc(1, sizeof(*p));
@@ -472,10 +484,10 @@ enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahe
 {
 	struct pol_list *l = &fs->list;
 	if (ahead) {
-		l->ahead_ns = ewma(l->ahead_ns, (double)prog_ns, 0.25);
+		l->ahead_ns = ewma_clipped(l->ahead_ns, (double)prog_ns, l->n_ahead);
 		l->n_ahead++;
 	} else {
-		l->own_ns = ewma(l->own_ns, (double)prog_ns, 0.25);
+		l->own_ns = ewma_clipped(l->own_ns, (double)prog_ns, l->n_own);
 		l->n_own++;
 	}
 	if (!p->cfg.policy_enabled || l->n_ahead < LIST_MIN_JUDGE || l->verdict == POL_FAST ||
