@@ -30,7 +30,7 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
 /* Tree-ahead listings: the daemon's own listings before the FAST rule applies, and the
  * program's listings of directories listed ahead before the pay-off rule does. */
 #define LIST_MIN_OWN 4
-#define LIST_MIN_JUDGE 8
+#define LIST_MIN_JUDGE POL_LIST_RECENT
 /* A listing whose wall time is below this multiple of its CPU time waited for (almost) nothing:
  * the directory was cached, there is no I/O to overlap. */
 #define LIST_WAIT_FACTOR 2.0
@@ -49,18 +49,6 @@ struct policy {
 static double ewma(double old, double x, double alpha)
 {
 	return old > 0 ? old + alpha * (x - old) : x;
-}
-
-/* A program's listing, timed by BPF, is wall time: on a busy machine one that was preempted
- * reads milliseconds for a cached directory.  Past its first samples (n since the last
- * re-probe), one counts at most LIST_OUTLIER times the average: one does not decide a verdict,
- * and a real change still moves the average by 1.75x a sample. */
-#define LIST_OUTLIER 4.0
-static double ewma_clipped(double old, double x, unsigned n)
-{
-	if (n >= 2 && old > 0 && x > LIST_OUTLIER * old)
-		x = LIST_OUTLIER * old;
-	return ewma(old, x, 0.25);
 }
 
 struct policy *policy_new(const struct dd_config *cfg)
@@ -479,25 +467,45 @@ enum pol_list_kind policy_list_kind(bool walk_opened, uint64_t eof_ns, uint64_t 
 	return eof_ns && (!from_ns || eof_ns <= from_ns) ? POL_LIST_AHEAD : POL_LIST_JOINED;
 }
 
+/* The lower median of POL_LIST_RECENT samples: half of them may be outliers above. */
+static double median_of(const float v[POL_LIST_RECENT])
+{
+	float s[POL_LIST_RECENT];
+	memcpy(s, v, sizeof(s));
+	for (unsigned i = 1; i < POL_LIST_RECENT; i++) /* insertion sort: 8 values */
+		for (unsigned j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			float t = s[j];
+			s[j] = s[j - 1];
+			s[j - 1] = t;
+		}
+	return s[(POL_LIST_RECENT - 1) / 2];
+}
+
 enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahead,
 				   uint64_t prog_ns, uint64_t now)
 {
 	struct pol_list *l = &fs->list;
 	if (ahead) {
-		l->ahead_ns = ewma_clipped(l->ahead_ns, (double)prog_ns, l->n_ahead);
+		l->ahead_ns = ewma(l->ahead_ns, (double)prog_ns, 0.25);
+		l->recent_ahead_ns[l->n_ahead % POL_LIST_RECENT] = (float)prog_ns;
 		l->n_ahead++;
 	} else {
-		l->own_ns = ewma_clipped(l->own_ns, (double)prog_ns, l->n_own);
+		l->own_ns = ewma(l->own_ns, (double)prog_ns, 0.25);
 		l->n_own++;
 	}
 	if (!p->cfg.policy_enabled || l->n_ahead < LIST_MIN_JUDGE || l->verdict == POL_FAST ||
 	    l->verdict == POL_NO_GAIN)
 		return l->verdict;
-	/* judged every LIST_MIN_JUDGE listings ahead, on the averages so far */
+	/* judged every LIST_MIN_JUDGE listings ahead, on those: a program's listing, timed by
+	 * BPF, is wall time, and on a busy machine one preempted reads milliseconds for a cached
+	 * directory (beside three busy loops, a walk on a filesystem where listing ahead pays
+	 * ended no_gain in 3 of 33 runs of walk-listing, judged on their average); their median
+	 * is what a listing ahead costs */
 	if (l->n_ahead % LIST_MIN_JUDGE)
 		return l->verdict;
+	double med = median_of(l->recent_ahead_ns);
 	double ref = l->n_own >= 2 ? l->own_ns : l->first_ns;
-	bool pays = ref > 0 && ref >= p->cfg.min_gain * (l->ahead_ns > 1 ? l->ahead_ns : 1);
+	bool pays = ref > 0 && ref >= p->cfg.min_gain * (med > 1 ? med : 1);
 	list_verdict(p, fs, pays ? POL_PAYS : POL_NO_GAIN, now);
 	return l->verdict;
 }

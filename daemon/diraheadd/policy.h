@@ -51,6 +51,9 @@ struct pol_cost {
 	uint64_t gap_n; /* the intervals gap_ns is the mean of */
 };
 
+/* A filesystem's listing verdict is judged every this many programs' listings of directories
+ * listed ahead (policy_list_judge). */
+#define POL_LIST_RECENT 8
 struct pol_fs {
 	uint32_t dev_major, dev_minor;
 	uint64_t magic, mnt_id;
@@ -95,6 +98,9 @@ struct pol_fs {
 		double first_ns;         /* EWMA: ... its first getdents of it (like a program's) */
 		double ahead_ns, own_ns; /* EWMA: the program's listing of a directory listed ahead
 					  * of it, and of one it came to first */
+		/* the last POL_LIST_RECENT of those listed ahead, which the pay-off rule judges by
+		 * (their median, policy_list_judge) */
+		float recent_ahead_ns[POL_LIST_RECENT];
 		unsigned n_wall, n_ahead, n_own; /* samples since the last verdict */
 		uint64_t judged, reprobes;
 	} list;
