@@ -112,6 +112,7 @@ struct scan_mgr {
 	} last_start;
 	void (*want_timing)(void *);
 	void *want_timing_ctx;
+	uint32_t last_filtered;     /* the process whose filtered skip was logged last */
 };
 
 /* A run of stats by path whose directory is being resolved (start_resolving). */
@@ -294,8 +295,14 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	if (why == DD_SKIP_DRY_RUN)
 		log_debug("scan (dry run): pid %u (%.16s) %.256s", ev->tgid, ev->comm, ev->path);
 	m->st->skips[why]++;
-	log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
-		  dd_skip_reason_names[why]);
+	/* a process the filter excludes is skipped at each of its events, and a FUSE server's
+	 * (slowfs: 171 in 20 s) took the log's rate-limit burst, the walk decisions after it lost:
+	 * logged once in a run of them */
+	bool again = why == DD_SKIP_FILTERED && ev->tgid == m->last_filtered;
+	m->last_filtered = why == DD_SKIP_FILTERED ? ev->tgid : 0;
+	if (!again)
+		log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
+			  dd_skip_reason_names[why]);
 	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN || why == DD_SKIP_SERIAL_LOOKUPS) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		/* a run by path is muted as runs by path, on the device its stats return (BPF knows
