@@ -27,10 +27,9 @@ const char *const pol_verdict_names[POL_VERDICT_MAX] = {
 #define CHANGE_MIN_GAPS 4
 /* A FAST verdict is trusted this long; after that a fast-looking scan is probed again. */
 #define FAST_TRUST_NS (10ull * 1000000000ull)
-/* Tree-ahead listings: the daemon's own listings before the FAST rule applies, and the
- * program's listings of directories listed ahead before the pay-off rule does. */
+/* Tree-ahead listings: the daemon's own listings before the FAST rule applies (the program's
+ * listings ahead before the pay-off rule does: POL_LIST_RECENT, policy.h). */
 #define LIST_MIN_OWN 4
-#define LIST_MIN_JUDGE POL_LIST_RECENT
 /* A listing whose wall time is below this multiple of its CPU time waited for (almost) nothing:
  * the directory was cached, there is no I/O to overlap. */
 #define LIST_WAIT_FACTOR 2.0
@@ -493,15 +492,15 @@ enum pol_verdict policy_list_judge(struct policy *p, struct pol_fs *fs, bool ahe
 		l->own_ns = ewma(l->own_ns, (double)prog_ns, 0.25);
 		l->n_own++;
 	}
-	if (!p->cfg.policy_enabled || l->n_ahead < LIST_MIN_JUDGE || l->verdict == POL_FAST ||
+	if (!p->cfg.policy_enabled || l->n_ahead < POL_LIST_RECENT || l->verdict == POL_FAST ||
 	    l->verdict == POL_NO_GAIN)
 		return l->verdict;
-	/* judged every LIST_MIN_JUDGE listings ahead, on those: a program's listing, timed by
+	/* judged every POL_LIST_RECENT listings ahead, on those: a program's listing, timed by
 	 * BPF, is wall time, and on a busy machine one preempted reads milliseconds for a cached
 	 * directory (beside three busy loops, a walk on a filesystem where listing ahead pays
 	 * ended no_gain in 3 of 33 runs of walk-listing, judged on their average); their median
 	 * is what a listing ahead costs */
-	if (l->n_ahead % LIST_MIN_JUDGE)
+	if (l->n_ahead % POL_LIST_RECENT)
 		return l->verdict;
 	double med = median_of(l->recent_ahead_ns);
 	double ref = l->n_own >= 2 ? l->own_ns : l->first_ns;
