@@ -9,10 +9,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -115,6 +120,48 @@ static void udev_uuid(uint32_t major, uint32_t minor, char out[MAX_UUID])
 	fclose(f);
 }
 
+#ifndef FS_IOC_GETFSUUID /* Linux 6.5 */
+struct fsuuid2 {
+	uint8_t len;
+	uint8_t uuid[16];
+};
+#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct fsuuid2)
+#endif
+
+/* The filesystem UUID the kernel knows for the filesystem of M, mounted at its mount point below
+ * ROOT (an O_PATH descriptor of PID 1's root, or of ours), into out, or "".  Resolved from the
+ * dentry cache alone (RESOLVE_CACHED: a mount point is always there), so that a hung filesystem
+ * above it never blocks the daemon; what it opens must be M's device (our root may not be PID
+ * 1's: a container given the host's /proc); the descriptor is closed at once. */
+static void kernel_uuid(int root, const struct persist_mount *m, char out[MAX_UUID])
+{
+	char path[PATH_MAX];
+	struct fsuuid2 u = { 0 };
+	struct stat st;
+	out[0] = '\0';
+	if (root < 0 || persist_unescape(m->mountpoint, path, sizeof(path)) < 0)
+		return;
+	const char *rel = path + strspn(path, "/");
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+		.resolve = RESOLVE_CACHED | RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, root, rel[0] ? rel : ".", &how, sizeof(how));
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_dev == makedev(m->dev_major, m->dev_minor) &&
+	    ioctl(fd, FS_IOC_GETFSUUID, &u) == 0)
+		persist_uuid_text(u.uuid, u.len, out, MAX_UUID);
+	close(fd);
+}
+
+/* Whether a filesystem is a block device's whose UUID identifies it (FUSE on a block device is
+ * answered by its server: never opened here). */
+static bool uuid_named(const struct persist_mount *m)
+{
+	return m->dev_major != 0 && strncmp(m->fstype, "fuse", 4) != 0;
+}
+
 static void mnt_keys_free(struct mnt_key *k, unsigned n)
 {
 	for (unsigned i = 0; k && i < n; i++)
@@ -130,9 +177,20 @@ static struct mnt_key *mount_table(const struct persist *ps, unsigned *n)
 		f = fopen("/proc/self/mountinfo", "re");
 	struct mnt_key *k = NULL;
 	unsigned cap = 0;
-	char *line = NULL, key[PERSIST_MAX_KEY], uuid[MAX_UUID];
+	char *line = NULL, key[PERSIST_MAX_KEY], uuid[MAX_UUID], rootp[PATH_MAX];
 	size_t len = 0;
 	*n = 0;
+	/* PID 1's root beside its mountinfo: the mount points are its namespace's */
+	size_t dl = strlen(ps->mountinfo) - strlen("mountinfo");
+	int root = -1;
+	if (strlen(ps->mountinfo) >= strlen("mountinfo") && dl + 5 < sizeof(rootp) &&
+	    !strcmp(ps->mountinfo + dl, "mountinfo")) {
+		memcpy(rootp, ps->mountinfo, dl);
+		strcpy(rootp + dl, "root");
+		root = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (root < 0) /* (PID 1 may be closed to us: a VM's init) */
+		root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	while (f && getline(&line, &len, f) > 0) {
 		struct persist_mount m;
 		bool dup = false;
@@ -143,7 +201,9 @@ static struct mnt_key *mount_table(const struct persist *ps, unsigned *n)
 		if (dup)
 			continue;
 		uuid[0] = '\0';
-		if (m.dev_major)
+		if (uuid_named(&m))
+			kernel_uuid(root, &m, uuid);
+		if (uuid_named(&m) && !uuid[0])
 			udev_uuid(m.dev_major, m.dev_minor, uuid);
 		if (persist_key(&m, uuid, key, sizeof(key)) < 0)
 			continue;
@@ -160,6 +220,8 @@ static struct mnt_key *mount_table(const struct persist *ps, unsigned *n)
 	free(line);
 	if (f)
 		fclose(f);
+	if (root >= 0)
+		close(root);
 	return k;
 }
 

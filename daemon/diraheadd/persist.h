@@ -5,8 +5,13 @@
  * filesystem where prefetch was found to pay nor one found fast.
  *
  * A filesystem is known by what survives remounts and reboots, never by its device number:
- *   uuid:FSTYPE:UUID           a block device whose filesystem UUID udev recorded
- *                              (/run/udev/data/bMAJ:MIN; the unit's PrivateDevices= hides /dev)
+ *   uuid:FSTYPE:UUID           a block device's filesystem UUID, from the kernel
+ *                              (FS_IOC_GETFSUUID on its mount point, Linux 6.5 and later) or
+ *                              else as udev recorded it (/run/udev/data/bMAJ:MIN; the unit's
+ *                              PrivateDevices= hides /dev).  Without either, loop devices and
+ *                              machines without udev named every image attached in turn to
+ *                              /dev/loop0 one filesystem: a slow volume inherited a fast one's
+ *                              verdict.
  *   mount:FSTYPE SOURCE OPTS   anything else (network, FUSE, tmpfs): type, source and superblock
  *                              options from the host's mountinfo (PID 1's: the unit's own mount
  *                              namespace is a copy)
@@ -34,10 +39,17 @@
 /* One line of mountinfo, the fields a key is made of (pointers into the parsed line). */
 struct persist_mount {
 	uint32_t dev_major, dev_minor;
+	const char *mountpoint;     /* as mountinfo escapes it (\040 for a space) */
 	const char *fstype, *source, *super_opts;
 };
 /* Parses a mountinfo line in place: 0, or -1 if malformed. */
 int persist_parse_mountinfo(char *line, struct persist_mount *m);
+/* A mountinfo field (a mount point) with its \ooo escapes undone into out: 0, or -1 if it does
+ * not fit or holds a NUL. */
+int persist_unescape(const char *in, char *out, size_t len);
+/* A filesystem UUID of n bytes as udev writes it (8-4-4-4-12, lower case) into out; false if
+ * it is not 16 bytes or all zero (no UUID at all). */
+bool persist_uuid_text(const uint8_t *u, unsigned n, char *out, size_t len);
 /* The filesystem's key into out; uuid: NULL or "" if none is known.  -1 if it does not fit or
  * holds a control character (such a filesystem is not remembered). */
 int persist_key(const struct persist_mount *m, const char *uuid, char *out, size_t len);

@@ -26,6 +26,8 @@ int persist_parse_mountinfo(char *line, struct persist_mount *m)
 	for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
 		if (field == 2 && sscanf(tok, "%u:%u", &m->dev_major, &m->dev_minor) != 2)
 			return -1;
+		if (field == 4)
+			m->mountpoint = tok;
 		if (field < 6)
 			continue;
 		if (!dash) {
@@ -39,7 +41,43 @@ int persist_parse_mountinfo(char *line, struct persist_mount *m)
 		else if (!m->super_opts)
 			m->super_opts = tok;
 	}
-	return m->fstype && m->source && m->super_opts ? 0 : -1;
+	return m->mountpoint && m->fstype && m->source && m->super_opts ? 0 : -1;
+}
+
+int persist_unescape(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+	for (const char *c = in; *c; c++) {
+		char ch = *c;
+		/* mountinfo writes space, tab, newline and backslash as \ooo */
+		if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] >= '0' && c[2] <= '7' &&
+		    c[3] >= '0' && c[3] <= '7') {
+			ch = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+			c += 3;
+		}
+		if (!ch || o + 1 >= len)
+			return -1;
+		out[o++] = ch;
+	}
+	if (!len)
+		return -1;
+	out[o] = '\0';
+	return 0;
+}
+
+bool persist_uuid_text(const uint8_t *u, unsigned n, char *out, size_t len)
+{
+	bool any = false;
+	for (unsigned i = 0; i < n; i++)
+		any |= u[i] != 0;
+	/* an all-zero UUID (an image made without one) names no filesystem in particular */
+	if (n != 16 || !any || len < 37)
+		return false;
+	snprintf(out, len,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		 u[13], u[14], u[15]);
+	return true;
 }
 
 int persist_key(const struct persist_mount *m, const char *uuid, char *out, size_t len)

@@ -48,6 +48,7 @@ static void test_mountinfo(void **state)
 	assert_string_equal(m.fstype, "ext4");
 	assert_string_equal(m.source, "/dev/vda");
 	assert_string_equal(m.super_opts, "rw,discard");
+	assert_string_equal(m.mountpoint, "/");
 	char b[] = "90 27 0:55 / /mnt/s rw,nosuid - fuse.slowfs slowfs rw,user_id=0,group_id=0";
 	assert_int_equal(persist_parse_mountinfo(b, &m), 0);
 	assert_int_equal(m.dev_minor, 55);
@@ -62,11 +63,35 @@ static void test_mountinfo(void **state)
 	assert_int_equal(persist_parse_mountinfo(f, &m), -1);
 }
 
+/* A mount point as mountinfo escapes it, undone (the kernel UUID is read from it); a UUID as
+ * udev writes it, so that a key read from the kernel is the one udev's gave before. */
+static void test_mountpoint_uuid(void **state)
+{
+	(void)state;
+	char out[64], tiny[4];
+	assert_int_equal(persist_unescape("/mnt/a\\040b\\134c", out, sizeof(out)), 0);
+	assert_string_equal(out, "/mnt/a b\\c");
+	assert_int_equal(persist_unescape("/x\\000y", out, sizeof(out)), -1); /* a NUL */
+	assert_int_equal(persist_unescape("/mnt/long", tiny, sizeof(tiny)), -1);
+	assert_int_equal(persist_unescape("/a\\9", out, sizeof(out)), 0); /* not an escape */
+	assert_string_equal(out, "/a\\9");
+	const uint8_t u[16] = { 0xa7, 0x66, 0x67, 0x58, 0x30, 0x66, 0x4c, 0x90,
+				0x88, 0x6b, 0x73, 0xa1, 0xec, 0x73, 0xac, 0x97 };
+	char t[64];
+	assert_true(persist_uuid_text(u, 16, t, sizeof(t)));
+	assert_string_equal(t, "a7666758-3066-4c90-886b-73a1ec73ac97");
+	const uint8_t zero[16] = { 0 };
+	assert_false(persist_uuid_text(zero, 16, t, sizeof(t))); /* an image made without one */
+	assert_false(persist_uuid_text(u, 8, t, sizeof(t)));
+	assert_false(persist_uuid_text(u, 16, t, 36));
+}
+
 static void test_key(void **state)
 {
 	(void)state;
 	char key[PERSIST_MAX_KEY], small[16];
-	struct persist_mount m = { 254, 0, "ext4", "/dev/vda", "rw,discard" };
+	struct persist_mount m = { .dev_major = 254, .mountpoint = "/", .fstype = "ext4",
+				   .source = "/dev/vda", .super_opts = "rw,discard" };
 	assert_int_equal(persist_key(&m, "0b6f-11aa", key, sizeof(key)), 0);
 	assert_string_equal(key, "uuid:ext4:0b6f-11aa");
 	/* no UUID: type, source and options, so that a remount with the same ones is the same */
@@ -74,12 +99,14 @@ static void test_key(void **state)
 	assert_string_equal(key, "mount:ext4 /dev/vda rw,discard");
 	assert_int_equal(persist_key(&m, "", key, sizeof(key)), 0);
 	assert_string_equal(key, "mount:ext4 /dev/vda rw,discard");
-	struct persist_mount n = { 0, 55, "fuse.sshfs", "u@h:/srv", "rw,user_id=0" };
+	struct persist_mount n = { .dev_minor = 55, .mountpoint = "/m", .fstype = "fuse.sshfs",
+				   .source = "u@h:/srv", .super_opts = "rw,user_id=0" };
 	assert_int_equal(persist_key(&n, NULL, key, sizeof(key)), 0);
 	assert_string_equal(key, "mount:fuse.sshfs u@h:/srv rw,user_id=0");
 	assert_int_equal(persist_key(&n, NULL, small, sizeof(small)), -1);
 	/* a user's FUSE fsname with a control character: not remembered */
-	struct persist_mount h = { 0, 56, "fuse.x", "a\001b", "rw,user_id=1000" };
+	struct persist_mount h = { .dev_minor = 56, .mountpoint = "/m", .fstype = "fuse.x",
+				   .source = "a\001b", .super_opts = "rw,user_id=1000" };
 	assert_int_equal(persist_key(&h, NULL, key, sizeof(key)), -1);
 	char big[PERSIST_MAX_KEY + 8];
 	memset(big, 'o', sizeof(big) - 1);
@@ -495,6 +522,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mountinfo),
 		cmocka_unit_test(test_key),
+		cmocka_unit_test(test_mountpoint_uuid),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_no_gain_delay),
 		cmocka_unit_test(test_fast_backoff),
