@@ -172,6 +172,15 @@ static void ancestors_as(void *arg, struct dirahead_call_out *out)
 		int up = (int)syscall(SYS_openat2, cur, "..", &up_how, sizeof(up_how));
 		struct stat st;
 		cur = up;
+		if (up < 0 && i == 0 && (errno == EACCES || errno == EPERM)) {
+			/* refused to the filesystem ids alone (a FUSE mount without allow_other
+			 * admits only its user's ids in full): said, so that dirahead_cred_call
+			 * asks again from a child acting as the program in full.  Answered 0, a
+			 * walk on a user's sshfs held no ancestor and ended at the first
+			 * directory `ls -lR` listed beside its top (left_tree, re-rooted nowhere) */
+			out->res = -errno;
+			break;
+		}
 		if (up < 0 || fstat(up, &st) < 0 || procdir_same(up, "", a->ev, st.st_ino) < 0 ||
 		    (i && st.st_ino == out->vals[i - 1]) || st.st_ino == a->stop) {
 			/* not the same mount, or the filesystem's root */

@@ -646,6 +646,11 @@ static bool walk_root(struct walk *w, int fd, const uint64_t *up, const int *up_
 	struct walk_mgr *m = w->mgr;
 	memcpy(w->up, up, sizeof(w->up));
 	memcpy(w->up_fd, up_fd, sizeof(w->up_fd));
+	unsigned held = 0;
+	for (int i = 0; i < WALK_ANCESTORS; i++)
+		held += up_fd[i] >= 0;
+	/* (none held: a walk that the program leaves ends there, re-rooted nowhere) */
+	log_debug("walk of pid %u: %u of its top's ancestors held", w->tgid, held);
 	struct wnode *root = node_new(w, NULL, ".", 0, w->top_parent_ino);
 	if (!root) {
 		close(fd);

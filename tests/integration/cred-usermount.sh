@@ -6,6 +6,8 @@
 #     rclone: the kernel admits that user only, root included): `ls -l` and `find` as that user
 #     are prefetched (they send under 10% of the lookups they send alone), and every request
 #     slowfs saw from the daemon came with that user's uid;
+#     a walk there holds its top's ancestors (opened as the user: what re-roots it when the
+#     program lists beside its top);
 #  2. a directory the user may read but not search (r--): the user's scan of its parent reaches
 #     it, the daemon lists it, but sends no lookup for its entries (root could have).
 . "$(dirname "$0")/../lib/lib.sh"
@@ -77,6 +79,11 @@ dpid_uids=$(slowfs_stat "pid.$DAEMON_PID.uids")
 info "with the daemon: find sent $on_find, the daemon $(slowfs_stat "pid.$DAEMON_PID.all") requests with uids '$dpid_uids'"
 assert_le $((on_find * 10)) "$off_find" "find's own lookups with the daemon x10"
 assert_eq "$dpid_uids" "$U" "uids of the daemon's requests (walk)"
+# the walk holds its top's ancestors (opened as the user in full, as everything on this mount):
+# what re-roots it when the program lists beside its top (`ls -lR` leaving a subtree); held
+# none, a walk on a user's sshfs ended at the first such listing (0.95x of off, 1.81x with them)
+held=$(sed -n "s/.*walk of pid $LAST_PID: \([0-9]*\) of its top's ancestors held.*/\1/p" "$DAEMON_LOG" | head -1)
+assert_ge "${held:-0}" 1 "ancestors of the walk's top held on the user's mount"
 assert_eq "$(daemon_stat skips.open_failed)" 0 "scans the daemon could not open"
 
 # --- 2. readable, not searchable --------------------------------------------------------------------
