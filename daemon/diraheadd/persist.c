@@ -181,14 +181,11 @@ static struct mnt_key *mount_table(const struct persist *ps, unsigned *n)
 	size_t len = 0;
 	*n = 0;
 	/* PID 1's root beside its mountinfo: the mount points are its namespace's */
-	size_t dl = strlen(ps->mountinfo) - strlen("mountinfo");
+	const char *slash = strrchr(ps->mountinfo, '/');
 	int root = -1;
-	if (strlen(ps->mountinfo) >= strlen("mountinfo") && dl + 5 < sizeof(rootp) &&
-	    !strcmp(ps->mountinfo + dl, "mountinfo")) {
-		memcpy(rootp, ps->mountinfo, dl);
-		strcpy(rootp + dl, "root");
+	if (slash && (size_t)snprintf(rootp, sizeof(rootp), "%.*sroot",
+				      (int)(slash + 1 - ps->mountinfo), ps->mountinfo) < sizeof(rootp))
 		root = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	}
 	if (root < 0) /* (PID 1 may be closed to us: a VM's init) */
 		root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	while (f && getline(&line, &len, f) > 0) {
