@@ -153,16 +153,38 @@ static void test_reprobe_control(void **state)
 	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
 }
 
-/* The same gain on a filesystem not judged yet is taken at once (a cold disk's first stats). */
+/* The same gain on a filesystem not judged yet is taken at once (a cold disk's first stats, its
+ * requests 2 ms each: the program's stats with prefetch take a third of one). */
 static void test_large_gain_pays(void **state)
 {
 	struct fixture *f = *state;
+	f->fs->pf_lat_ns = 2000 * US;
 	f->stats = 8;
 	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
 	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
 	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
 	assert_int_equal(f->j.control, JUDGE_CTL_NONE);
 	assert_int_equal(f->fs->verdict, POL_PAYS);
+}
+
+/* The same gain where the daemon's requests take 500 us: the program's stats with prefetch (640
+ * us) are not served from what it fetched, and the probe alone says it pays: a control first. */
+static void test_large_gain_unserved(void **state)
+{
+	struct fixture *f = *state;
+	f->fs->pf_lat_ns = 500 * US;
+	f->stats = 8;
+	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
+	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
+	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
+	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
+	assert_int_equal(f->fs->verdict, POL_UNKNOWN);
+	while (f->j.control == JUDGE_CTL_WAIT)
+		assert_int_equal(stats(f, 16, 640).act, JUDGE_WAIT);
+	stats(f, JUDGE_CONTROL_STATS, 640);
+	stats(f, 72, 640);
+	assert_int_equal(stats(f, 64, 640).act, JUDGE_NO_GAIN);
+	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
 }
 
 /* On a filesystem judged to pay, the first stretch is measured once the program is past the
@@ -288,6 +310,7 @@ int main(void)
 		T(test_control_pays),
 		T(test_reprobe_control),
 		T(test_large_gain_pays),
+		T(test_large_gain_unserved),
 		T(test_first_stretch_past_window),
 		T(test_first_stretch_grouped),
 		T(test_first_stretch_fuse),
