@@ -208,6 +208,8 @@ void host_update(struct host *h)
 	for (unsigned i = 0; i < h->nclients && !busy; i++)
 		busy = h->clients[i].busy(h->clients[i].ctx);
 	int on = busy ? SD_EVENT_ON : SD_EVENT_OFF;
+	if (!busy && h->busy)
+		account_cpu(h); /* the last stretch's, a short scan's only figure */
 	if (busy && !h->busy) {
 		/* The CPU spent while idle (starting up: ~0.1 s of loading BPF; arming; control
 		 * requests) is no prefetched entry's: counted into the first tick's, it made a slow
