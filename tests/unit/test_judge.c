@@ -130,27 +130,41 @@ static void test_control_pays(void **state)
 	assert_int_equal(f->fs->verdict, POL_PAYS);
 }
 
-/* The re-probe of a filesystem judged no_gain, whose probe caught the program off the CPU (4.8 ms
- * a stat against 640 us with prefetch, 7.5x): not taken at its word, a control stretch first;
- * the control as dear as the stretch with prefetch, and the next stretch too: no gain again. */
-static void test_reprobe_control(void **state)
+/* A probe at 4.8 ms a stat, then a first stretch with prefetch at 640 us (7.5x). */
+static void probed_then_640(struct fixture *f)
 {
-	struct fixture *f = *state;
-	f->fs->verdict = POL_NO_GAIN;
 	f->stats = 8;
 	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
 	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
 	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
+}
+
+/* A control stretch asked: the control as dear as the stretch with prefetch (the filesystem's
+ * verdict still `meanwhile`), and the next stretch too: no gain. */
+static void control_no_gain(struct fixture *f, enum pol_verdict meanwhile)
+{
 	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
+	assert_int_equal(f->fs->verdict, meanwhile);
 	while (f->j.control == JUDGE_CTL_WAIT)
 		assert_int_equal(stats(f, 16, 640).act, JUDGE_WAIT);
 	stats(f, JUDGE_CONTROL_STATS, 640);
 	assert_int_equal(f->j.control, JUDGE_CTL_DONE);
 	assert_true(f->j.ctl_recheck);
-	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
+	assert_int_equal(f->fs->verdict, meanwhile);
 	stats(f, 72, 640);
 	assert_int_equal(stats(f, 64, 640).act, JUDGE_NO_GAIN);
 	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
+}
+
+/* The re-probe of a filesystem judged no_gain, whose probe caught the program off the CPU (4.8 ms
+ * a stat against 640 us with prefetch, 7.5x): not taken at its word, a control stretch first;
+ * no gain again. */
+static void test_reprobe_control(void **state)
+{
+	struct fixture *f = *state;
+	f->fs->verdict = POL_NO_GAIN;
+	probed_then_640(f);
+	control_no_gain(f, POL_NO_GAIN);
 }
 
 /* The same gain on a filesystem not judged yet is taken at once (a cold disk's first stats, its
@@ -159,10 +173,7 @@ static void test_large_gain_pays(void **state)
 {
 	struct fixture *f = *state;
 	f->fs->pf_lat_ns = 2000 * US;
-	f->stats = 8;
-	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
-	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
-	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
+	probed_then_640(f);
 	assert_int_equal(f->j.control, JUDGE_CTL_NONE);
 	assert_int_equal(f->fs->verdict, POL_PAYS);
 }
@@ -173,18 +184,8 @@ static void test_large_gain_unserved(void **state)
 {
 	struct fixture *f = *state;
 	f->fs->pf_lat_ns = 500 * US;
-	f->stats = 8;
-	f->j.before = (struct pol_cost){ .lat_ns = -1, .gap_ns = 4800 * US, .gap_n = 8 };
-	assert_int_equal(stats(f, 1, 640).act, JUDGE_WAIT);
-	assert_int_equal(stats(f, 64, 640).act, JUDGE_WAIT);
-	assert_int_equal(f->j.control, JUDGE_CTL_WAIT);
-	assert_int_equal(f->fs->verdict, POL_UNKNOWN);
-	while (f->j.control == JUDGE_CTL_WAIT)
-		assert_int_equal(stats(f, 16, 640).act, JUDGE_WAIT);
-	stats(f, JUDGE_CONTROL_STATS, 640);
-	stats(f, 72, 640);
-	assert_int_equal(stats(f, 64, 640).act, JUDGE_NO_GAIN);
-	assert_int_equal(f->fs->verdict, POL_NO_GAIN);
+	probed_then_640(f);
+	control_no_gain(f, POL_UNKNOWN);
 }
 
 /* On a filesystem judged to pay, the first stretch is measured once the program is past the
