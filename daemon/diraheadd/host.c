@@ -143,6 +143,15 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The CPU per entry is counted from now (cpu: the process's CPU time now). */
+static void count_from(struct host *h, uint64_t cpu)
+{
+	h->cpu_from_ns = cpu;
+	h->completed_from = h->completed_total;
+	h->tick_fs = 0;
+	h->tick_listing = false;
+}
+
 /* What a prefetched entry costs the daemon: its CPU time over the entries completed meanwhile. */
 static void account_cpu(struct host *h)
 {
@@ -154,10 +163,7 @@ static void account_cpu(struct host *h)
 		struct pol_fs *fs = h->tick_fs == 1 ? fs_mount(h, &h->tick) : NULL;
 		policy_account_cpu(h->pol, fs, cpu - h->cpu_from_ns, n);
 	}
-	h->cpu_from_ns = cpu;
-	h->completed_from = h->completed_total;
-	h->tick_fs = 0;
-	h->tick_listing = false;
+	count_from(h, cpu);
 }
 
 static void pump(struct host *h)
@@ -215,10 +221,7 @@ void host_update(struct host *h)
 		 * requests) is no prefetched entry's: counted into the first tick's, it made a slow
 		 * volume's entries cost 40 us each (the whole run's CPU was 10 us an entry), and its
 		 * 30 us stats were judged too cheap to prefetch. */
-		h->cpu_from_ns = cpu_ns();
-		h->completed_from = h->completed_total;
-		h->tick_fs = 0;
-		h->tick_listing = false;
+		count_from(h, cpu_ns());
 	}
 	h->busy = busy;
 	sd_event_source_set_enabled(h->timer_src, on);

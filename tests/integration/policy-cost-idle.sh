@@ -23,10 +23,8 @@ printf '[metrics]\naddress =\n[filter]\ncomm_include = dra-*\n[detect]\narm = al
 slowfs_mount "$T/back" "$T/mnt" --latency-us 200
 dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
-# cpu_us: the daemon's CPU so far (user + system), in microseconds
 hz=$(getconf CLK_TCK)
-cpu_us() { awk -v hz="$hz" '{ sub(/^.*\) /, ""); printf "%d", ($12 + $13) * 1000000 / hz }' \
-	"/proc/$DAEMON_PID/stat"; }
+cpu_us() { echo $(($(daemon_cpu_ticks) * 1000000 / hz)); }
 ended() { [ "$(daemon_stat scans_ended.completed)" -ge 1 ]; }
 
 daemon_start

@@ -68,6 +68,9 @@ daemon_stop() {
 	fi
 }
 
+# daemon_cpu_ticks: the daemon's CPU time (user + system), in clock ticks (getconf CLK_TCK)
+daemon_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
+
 daemon_stat() {
 	ctl stats | awk -v k="$1" '$1 == k { print $2; found = 1 } END { if (!found) print 0 }'
 }

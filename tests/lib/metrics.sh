@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause
 #
 # Shared by the metrics endpoint's tests: a daemon in a network namespace of its own (its port
-# meets nothing of the host's), reading one metric, the daemon's CPU time, and an idle-connection
+# meets nothing of the host's), reading one metric, and an idle-connection
 # flood by a user with root's scrapes during it.  Source after lib.sh and daemon.sh.
 
 # metrics_daemon_netns: starts diraheadd with $DAEMON_CONF in a new network namespace (loopback
@@ -17,9 +17,6 @@ metrics_daemon_netns() {
 
 # metric NAME: the value of the sample NAME (with its labels) on the metrics page
 metric() { ctl metrics | awk -v k="$1" '$1 == k { print $2 }'; }
-
-# daemon_cpu_ticks: the daemon's CPU time (user + system), in clock ticks
-daemon_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
 
 # flood_scrapes UID TARGET CURL_ARGS...: user UID holds 40 idle connections to TARGET
 # ("tcp:PORT" from 127.0.0.2..41, or "unix:PATH"), reopening any the daemon closes, while root
