@@ -317,9 +317,11 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 				   by_path ? ev->name_dev_minor : ev->dev_minor,
 				   known ? policy_mute_ms(m->pol) : 0);
 		m->st->scans_muted++;
-		/* but if it walks, its listings may still be worth doing ahead of it (a program that
-		 * never lists has no walk to follow) */
-		if (!(ev->flags & DIRAHEAD_EVF_UNLISTED))
+		/* but if it walks, its listings may still be worth doing ahead of it.  A run of
+		 * stats by a dirfd or the cwd counts: hooks attached while the program was blocked
+		 * listing its first directory (arming) saw its stats there, not the listing (an
+		 * sshfs find -ls walked on alone in 2 of 3 runs); a run by path never listed. */
+		if (!by_path)
 			walk_mgr_candidate(m->walks, ev);
 		update_timer(m);
 	} else if (why != DD_SKIP_DRY_RUN) {

@@ -13,7 +13,9 @@
 # under 10% of the lookups itself); on one whose listing brings the attributes (readdirplus),
 # ls -l waits for nothing and the daemon sends (almost) nothing.  A run of stats by path (no
 # listing: the daemon resolves its directory) on the serial mount: none either (what the kernel
-# said of the filesystem is kept with it).
+# said of the filesystem is kept with it).  A walker whose first listing the hooks missed (they
+# attach while it is blocked in it): its stats there by a dirfd are a run without a listing, and
+# the walk still follows it.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/daemon.sh"
 need_root
@@ -26,6 +28,7 @@ make_files "$T/back/bypath" $N
 # a walk still follows
 NDIRS=16
 for ((d = 1; d <= NDIRS; d++)); do make_files "$T/back/tree/d$d" 100; done
+for ((d = 1; d <= NDIRS; d++)); do make_files "$T/back/tree2/d$d" 100; done
 
 # The tools under names of their own: with arming on a blocked call, [filter] lets only them arm
 # (not whatever else on the machine blocks after a drop_caches).
@@ -72,6 +75,25 @@ info "stats by path: $own lookups of its own, $((all - own)) by others; $(daemon
 assert_eq "$((all - own))" 0 "lookups by the daemon into the directory stat'ed by path"
 assert_ge "$own" $((N * 95 / 100)) "the run looks its names up itself"
 assert_eq "$(slowfs_stat "pid.$DAEMON_PID.lookup")" 0 "lookups by the daemon on the serial mount (run by path)"
+
+info "serial lookups: a walker whose first listing was not seen is still followed"
+# it stats its top's subdirectories by a dirfd without listing the top (as when the hooks
+# attached while it was blocked listing it), then lists and stats each of them
+python3 -c 'import os, sys
+top = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+names = ["d%d" % d for d in range(1, int(sys.argv[2]) + 1)]
+for n in names: os.stat(n, dir_fd=top, follow_symlinks=False)
+for n in names:
+    sub = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=top)
+    for e in os.listdir(sub): os.stat(e, dir_fd=sub, follow_symlinks=False)
+    os.close(sub)' "$T/serial/tree2" $NDIRS &
+pid=$!
+wait $pid
+wait_for 10 eval '[ "$(daemon_stat active_walks)" = 0 ]'
+own=$(slowfs_stat "pid.$pid.lookup") others=$(slowfs_stat "pid.$DAEMON_PID.lookup")
+info "walker: walks $(daemon_stat walks_started), ahead only $(daemon_stat walks_ahead_only); lookups by it $own, by the daemon $others"
+assert_ge "$(daemon_stat walks_ahead_only)" 1 "walks fetching ahead of the walker"
+assert_ge "$others" 100 "lookups by the daemon ahead of the walker"
 daemon_stop
 
 info "serial lookups, armed on a blocked call: a cold ls -l does not arm"
