@@ -5,7 +5,8 @@
 # (20 directories x 50 files, 1 ms per request) by name from a list, never listing anything, as
 # `stat $(cat list)`, a version-control status or an rsync receiver do.  With the daemon it
 # sends about 30% of the lookups it sends alone (the daemon lists each directory itself once the
-# program has stat'ed unlisted_stats names there, and prefetches ahead).  A program that stats
+# program has stat'ed unlisted_stats names there, and prefetches ahead; not those names: its list
+# is sorted, the daemon fetches in name order from where it is).  A program that stats
 # one name over and over, two in turn, or a few names here and there, causes no prefetch.
 # A program whose runs by path on one filesystem were judged fast and muted (Python's imports on
 # /) still has its runs on another filesystem reported and prefetched: a mute of runs by path
@@ -78,6 +79,15 @@ info "stat from a list with the daemon: $on lookups of its own, $(($(now_ms) - t
 ctl stats | grep -E '^(scans|skips|entries_prefetched|hits|misses)' || true
 assert_ge "$(daemon_stat scans_unlisted)" $((DIRS / 2)) "runs reported"
 assert_ge "$(slowfs_stat "pid.$DAEMON_PID.lookup")" $((DIRS * FILES / 2)) "entries prefetched"
+# the names of each run before it was seen (sorted, so the first ones of the directory in name
+# order) are not fetched again (they were a whole first round of requests in each directory)
+wait_for 10 eval '[ "$(daemon_stat active_scans)" = 0 ]'
+fetched=$(grep -E "scan of $T/mnt/on/d[0-9]+ by pid $(cat "$T/pid") .*: ended [a-z_]+: [0-9]+ prefetched" \
+	"$DAEMON_LOG" | sed -E 's/.*: ended [a-z_]+: ([0-9]+) prefetched.*/\1/' | awk '{ n += $1 } END { print n + 0 }')
+info "entries the daemon fetched for the list: $fetched"
+assert_ge "$fetched" $((DIRS * FILES / 2)) "entries fetched for the list (from the log)"
+assert_le "$fetched" $((DIRS * (FILES - 8))) \
+	"entries fetched for the list: none of the names stat'ed before its run was seen"
 # unlisted_stats (8) stats before each run is seen, and ~4 round trips (open, read to the end,
 # the first lookups) before its prefetch arrives: 12 of 50 at best (measured 28-30%; 35.7% beside
 # three busy loops)
