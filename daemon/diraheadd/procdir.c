@@ -22,6 +22,9 @@
  * ancestors, its virtual cwd), and its fds of any kind (a program holding a million fds costs
  * the opener thread no more than this) */
 #define HELD_MAX_DIRS 16
+/* What path_as() reports of a directory: its device (2), inode, size, magic, mount, parent. */
+#define PROCDIR_VALS 7
+_Static_assert(PROCDIR_VALS <= DIRAHEAD_CALL_VALS, "path_as reports more than a call returns");
 #define HELD_MAX_FDS 256
 
 /* The procfs BPF's PIDs are found in, and this process's PID there (set once, at start). */
@@ -78,6 +81,22 @@ int procdir_open_pid(uint32_t pid, const char *what, int flags)
 	char p[64];
 	snprintf(p, sizeof(p), "%s%u/%s", proc_fd == AT_FDCWD ? "/proc/" : "", pid, what);
 	return openat(proc_fd, p, flags);
+}
+
+bool procdir_alive(uint32_t pid)
+{
+	char buf[256];
+	int fd = procdir_open_pid(pid, "stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' (a comm may hold one) */
+	const char *st = strrchr(buf, ')');
+	return st && st[1] == ' ' && st[2] != 'Z' && st[2] != 'X';
 }
 
 static int sys_openat2(int dfd, const char *path, struct open_how *how)
@@ -452,6 +471,13 @@ static void path_as(void *arg, struct dirahead_call_out *out)
 	out->vals[3] = stx.stx_size;
 	out->vals[4] = (uint64_t)sf.f_type;
 	out->vals[5] = stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE) ? stx.stx_mnt_id : 0;
+	/* its parent on the same filesystem, for a walk that follows the program's runs (the
+	 * attributes the kernel has: the inode number never changes, no round trip for it) */
+	struct statx up;
+	out->vals[6] = statx(r, "..", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_INO, &up) == 0 &&
+			       up.stx_dev_major == stx.stx_dev_major &&
+			       up.stx_dev_minor == stx.stx_dev_minor && up.stx_ino != stx.stx_ino
+		       ? up.stx_ino : 0;
 }
 
 /* fn's fd as c (vals copied when asked), or -errno.  The calling thread has the daemon's own
@@ -467,7 +493,7 @@ static int call_for_fd(const struct dirahead_cred *c, dirahead_call_fn fn, void 
 		return r < 0 ? r : out.res < 0 ? out.res : -EPROTO;
 	}
 	if (vals)
-		memcpy(vals, out.vals, 6 * sizeof(*vals));
+		memcpy(vals, out.vals, PROCDIR_VALS * sizeof(*vals));
 	return out.fds[0];
 }
 
@@ -654,7 +680,7 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 {
 	char path[DIRAHEAD_PATH_LEN];
 	struct dirahead_cred c;
-	uint64_t v[6];
+	uint64_t v[PROCDIR_VALS];
 	int task, fd;
 
 	if (!(ev->ref & DIRAHEAD_REF_PATH) || !ev->path[0])
@@ -671,6 +697,7 @@ int procdir_resolve(const struct dirahead_event *ev, struct procdir_id *id)
 	if (fd < 0)
 		return fd == -ENOTDIR ? -ENOENT : fd;
 	*id = (struct procdir_id){ .dev_major = (uint32_t)v[0], .dev_minor = (uint32_t)v[1],
-				   .ino = v[2], .size = v[3], .magic = v[4], .mnt_id = v[5] };
+				   .ino = v[2], .size = v[3], .magic = v[4], .mnt_id = v[5],
+				   .parent_ino = v[6] };
 	return fd;
 }

@@ -21,6 +21,8 @@ int procdir_setup(const char *proc, bool *host, char *err, size_t errlen);
 uint32_t procdir_self_tgid(void);
 /* openat() of PROC/PID/WHAT. */
 int procdir_open_pid(uint32_t pid, const char *what, int flags);
+/* Whether process pid still runs (not exited, not a zombie): for what BPF reports no exit of. */
+bool procdir_alive(uint32_t pid);
 
 /*
  * Opens the directory named by ev (its fd, or another fd of the program that is that directory,
@@ -53,6 +55,7 @@ bool procdir_cred_same(const struct dirahead_cred *c, const struct dirahead_even
 struct procdir_id {
 	uint32_t dev_major, dev_minor;
 	uint64_t ino, mnt_id, magic, size;
+	uint64_t parent_ino; /* 0: at its mount's root, or not known */
 };
 
 /*

@@ -62,6 +62,7 @@ struct scan {
 	uint64_t bino;
 	bool unlisted;              /* DIRAHEAD_EVF_UNLISTED: the program never listed it */
 	bool sorted;                /* DIRAHEAD_EVF_SORTED: its names came in ascending order */
+	uint64_t parent_ino;        /* its directory's parent (0: not known), for walks */
 	/* the device the program's stat returned, from its SCAN event (later events carry none):
 	 * what a mute of its runs by path is on */
 	uint32_t name_dev_major, name_dev_minor;
@@ -304,6 +305,8 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	if (!again)
 		log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
 			  dd_skip_reason_names[why]);
+	if (why == DD_SKIP_WALKED && (ev->flags & DIRAHEAD_EVF_UNLISTED))
+		walk_mgr_on_run(m->walks, ev); /* where the walk of its runs is */
 	if (why == DD_SKIP_FAST || why == DD_SKIP_FS_NO_GAIN || why == DD_SKIP_SERIAL_LOOKUPS) {
 		/* prefetch does not pay for this process here: let its walk run untracked */
 		/* a run by path is muted as runs by path, on the device its stats return (BPF knows
@@ -423,6 +426,43 @@ static enum dirahead_order choose_order(const struct scan_mgr *m, const struct d
 	return DIRAHEAD_ORDER_READDIR;
 }
 
+/* It descends from a directory it scanned, or scans a second subdirectory of one parent: a
+ * walker, help it ahead of where it goes.  ev: the scan's latest event (a run by path's name
+ * its directory by a hash, and its parent not at all: the scan's own names are used). */
+static void start_walk(struct scan *s, const struct dirahead_event *ev)
+{
+	struct scan_mgr *m = s->mgr;
+	struct dirahead_event e = *ev;
+	e.dev_major = s->dev_major;
+	e.dev_minor = s->dev_minor;
+	e.ino = s->ino;
+	e.mnt_id = s->mnt_id;
+	e.magic = s->magic;
+	e.parent_ino = s->parent_ino;
+	struct scan *parent = e.parent_ino ? find_scan(m, s->tgid, s->dev_major, s->dev_minor,
+							 e.parent_ino) : NULL;
+	bool sibling = e.parent_ino && m->last_start.tgid == s->tgid &&
+		       m->last_start.dev_major == s->dev_major &&
+		       m->last_start.dev_minor == s->dev_minor &&
+		       m->last_start.parent_ino == e.parent_ino && m->last_start.ino != e.ino;
+	char top[DIRAHEAD_PATH_LEN];
+	if (parent)
+		snprintf(top, sizeof(top), "%s", parent->path);
+	else
+		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", s->dev_major, s->dev_minor,
+			 (unsigned long long)e.parent_ino);
+	/* a program that does not list has no listings for a walk to follow; one whose runs
+	 * of names ascend is followed by them (walk_mgr_on_run) */
+	if ((parent || sibling) && (!s->unlisted || s->sorted) &&
+	    walk_mgr_start(m->walks, &e, NULL, top, false))
+		update_timer(m);
+	m->last_start.tgid = s->tgid;
+	m->last_start.dev_major = s->dev_major;
+	m->last_start.dev_minor = s->dev_minor;
+	m->last_start.ino = e.ino;
+	m->last_start.parent_ino = e.parent_ino;
+}
+
 /* Opening goes through the filesystem, which may hang: do it in a thread of its own so the
  * event loop never waits for one filesystem.  ev: the latest event of the scan (its fd and
  * names are the freshest).  0, or a skip reason. */
@@ -471,28 +511,7 @@ static int start_opening(struct scan *s, const struct dirahead_event *ev)
 	m->st->scans_started++;
 	log_debug("scan: pid %u (%s) %s, %s order", s->tgid, s->comm, s->path,
 		 s->order == DIRAHEAD_ORDER_NAME ? "name" : s->order == DIRAHEAD_ORDER_INODE ? "inode" : "readdir");
-	/* It descends from a directory it scanned, or scans a second subdirectory of one parent:
-	 * a walker, help it ahead of where it goes. */
-	struct scan *parent = ev->parent_ino ? find_scan(m, s->tgid, s->dev_major, s->dev_minor,
-							 ev->parent_ino) : NULL;
-	bool sibling = ev->parent_ino && m->last_start.tgid == s->tgid &&
-		       m->last_start.dev_major == s->dev_major &&
-		       m->last_start.dev_minor == s->dev_minor &&
-		       m->last_start.parent_ino == ev->parent_ino && m->last_start.ino != ev->ino;
-	char top[DIRAHEAD_PATH_LEN];
-	if (parent)
-		snprintf(top, sizeof(top), "%s", parent->path);
-	else
-		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", s->dev_major, s->dev_minor,
-			 (unsigned long long)ev->parent_ino);
-	/* a program that does not list has no listings for a walk to follow */
-	if ((parent || sibling) && !s->unlisted && walk_mgr_start(m->walks, ev, NULL, top, false))
-		update_timer(m);
-	m->last_start.tgid = s->tgid;
-	m->last_start.dev_major = s->dev_major;
-	m->last_start.dev_minor = s->dev_minor;
-	m->last_start.ino = ev->ino;
-	m->last_start.parent_ino = ev->parent_ino;
+	start_walk(s, ev);
 	return 0;
 }
 
@@ -669,7 +688,7 @@ static struct scan *new_scan(struct scan_mgr *m, const struct dirahead_event *ev
 		.magic = ev->magic, .mnt_id = ev->mnt_id, .order = choose_order(m, ev),
 		.tid = ev->tid, .bdev_major = a->bdev_major, .bdev_minor = a->bdev_minor,
 		.bino = a->bino, .unlisted = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0, .pre_fd = *pre_fd,
-		.sorted = (ev->flags & DIRAHEAD_EVF_SORTED) != 0,
+		.sorted = (ev->flags & DIRAHEAD_EVF_SORTED) != 0, .parent_ino = ev->parent_ino,
 		.name_dev_major = ev->name_dev_major, .name_dev_minor = ev->name_dev_minor,
 		.pre_order = m->cfg.order == DIRAHEAD_ORDER_DEFAULT ? pre_order : m->cfg.order,
 		.stats_seen = ev->stats, .app_pos = ev->stats, .window = first_window(m, ev),
@@ -843,27 +862,34 @@ static void on_resolved(struct scan_mgr *m, const struct start_job *r, int fd)
 		return;
 	}
 	struct dirahead_event ev = p->ev;
+	uint64_t bino = ev.ino;
+	if (fd >= 0) {
+		ev.dev_major = r->found.dev_major;
+		ev.dev_minor = r->found.dev_minor;
+		ev.ino = r->found.ino;
+		ev.mnt_id = r->found.mnt_id;
+		ev.magic = r->found.magic;
+		ev.dir_size = r->found.size;
+		ev.parent_ino = r->found.parent_ino; /* for a walk that follows its runs (walk.h) */
+		ev.fsinfo = policy_fsinfo(m->pol, ev.dev_major, ev.dev_minor, ev.magic); /* fsknow.h */
+	}
 	if (p->ended || fd < 0) {
 		if (fd >= 0)
 			close(fd);
 		log_debug("scan of %.256s by pid %u: %s", ev.path, ev.tgid,
 			  p->ended ? "done before its directory was found" : strerror(-fd));
-		if (p->ended)
+		if (p->ended) {
 			m->st->skips[DD_SKIP_PROBE_ENDED]++;
-		else
+			/* (a run in a directory the walk of its runs fetched is over that fast) */
+			if (fd >= 0)
+				walk_mgr_on_run(m->walks, &ev);
+		} else {
 			skip(m, &ev, open_skip(fd, true));
+		}
 		free(p);
 		update_timer(m);
 		return;
 	}
-	uint64_t bino = ev.ino;
-	ev.dev_major = r->found.dev_major;
-	ev.dev_minor = r->found.dev_minor;
-	ev.ino = r->found.ino;
-	ev.mnt_id = r->found.mnt_id;
-	ev.magic = r->found.magic;
-	ev.dir_size = r->found.size;
-	ev.fsinfo = policy_fsinfo(m->pol, ev.dev_major, ev.dev_minor, ev.magic); /* fsknow.h */
 	free(p);
 	admit(m, &ev, 0, 0, bino, fd, r->order);
 	update_timer(m);

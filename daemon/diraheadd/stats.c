@@ -123,6 +123,8 @@ const struct dd_stat_row dd_stat_rows[] = {
 		"Walks that listed only (the program's stats need no prefetch), started so or turned so."),
 	COUNTER("walks_ahead_only", "dirahead_walks_ahead_only_total", S(walks_ahead_only),
 		"Walks that fetched only in directories ahead of the program (lookups serialize there)."),
+	COUNTER("walks_by_runs", "dirahead_walks_by_runs_total", S(walks_by_runs),
+		"Walks that followed a program's runs of stats by name (it listed nothing)."),
 	COUNTER("walk_candidates", "dirahead_walk_candidates_total", S(walk_candidates),
 		"Processes watched for a walk after their scan was skipped (fast stats, no gain)."),
 	COUNTER("walk_entries_used", "dirahead_walk_entries_used_total", S(walk_entries_used),

@@ -123,6 +123,7 @@ struct dd_stats {
 	uint64_t walks_started;
 	uint64_t walks_list_only;        /* ... listing only (DIRAHEAD_DIR_LIST_ONLY), or turned so */
 	uint64_t walks_ahead_only;       /* ... fetching only ahead of the program (lookups serialize) */
+	uint64_t walks_by_runs;          /* ... following runs of stats without a listing (walk.h) */
 	uint64_t walk_candidates;        /* processes watched for a walk after a skipped scan */
 	uint64_t walk_entries_used;      /* fetched by walks in directories the program listed */
 	uint64_t walks_ended[DD_END_MAX];

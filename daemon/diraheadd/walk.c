@@ -90,6 +90,9 @@ struct walk {
 	 * the entries of directories ahead of the program, and lists only where the program is
 	 * first; in one it catches up with, one request at a time. */
 	bool serial;
+	/* It follows a program's runs of stats by name, not its listings (walk.h): BPF knows no
+	 * walker, and a directory whose run the walk did not hear of may still have been used */
+	bool by_runs;
 	/* what the listing time (dirahead_event.list_ns) of the directory the program listed
 	 * last is a sample of (policy_list_kind) */
 	enum pol_list_kind last_listed_ahead;
@@ -226,8 +229,9 @@ static void drop_subtree(struct walk *w, struct wnode *n)
 		w->entries_ahead -= n->completed;
 		m->st->entries_wasted += n->completed;
 		m->st->walk_dirs_skipped++;
-		/* the program passes over what we fetch ahead: look less far ahead */
-		if (w->life != WALK_ENDED)
+		/* the program passes over what we fetch ahead: look less far ahead (a run the
+		 * detector did not report, below unlisted_stats names, passes over nothing) */
+		if (w->life != WALK_ENDED && !w->by_runs)
 			w->window = w->window > 2 ? w->window / 2 : 1;
 	}
 	dirahead_dirfd_put(n->hold);
@@ -737,6 +741,22 @@ static bool serial_lookups(struct walk_mgr *m, const struct dirahead_event *ev)
 	return fsknow_entries(fsi) == FSKNOW_NO_LOOKUPS;
 }
 
+/* What kind of walk w is (list only, ahead only, by runs), from ev and its filesystem. */
+static void set_kind(struct walk *w, const struct dirahead_event *ev)
+{
+	struct walk_mgr *m = w->mgr;
+	w->by_runs = (ev->flags & DIRAHEAD_EVF_UNLISTED) != 0;
+	if (w->by_runs && (ev->flags & DIRAHEAD_EVF_SORTED)) {
+		w->tree.by_name = true; /* its names ascend: so do its directories, until it says not */
+		w->votes_name = 1;
+	}
+	w->serial = serial_lookups(m, ev);
+	if (w->serial)
+		w->list_only = false;
+	if (w->list_only && policy_enabled(m->pol))
+		w->rejudge = policy_walk_rejudgeable(walk_fs_ev(m, ev), w->serial);
+}
+
 /* A new walk of ev's process from the parent of ev's directory, registered, its listings
  * reported by the detector; NULL if none may start. */
 static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev,
@@ -789,17 +809,14 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 		w->up_fd[i] = -1;
 	w->cred = cred;
 	w->cgroup_id = ev->cgroup_id;
-	w->serial = serial_lookups(m, ev);
-	if (w->serial)
-		w->list_only = list_only = false;
-	if (list_only && policy_enabled(m->pol))
-		w->rejudge = policy_walk_rejudgeable(walk_fs_ev(m, ev), w->serial);
+	set_kind(w, ev);
+	list_only = w->list_only;
 	w->start_ns = w->last_ns = mono_ns();
 	w->window = m->cfg.walk_ahead_dirs;
 	memcpy(w->comm, ev->comm, sizeof(w->comm));
 	w->comm[sizeof(w->comm) - 1] = '\0';
 	snprintf(w->path, sizeof(w->path), "%s", top_path);
-	if (detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0) {
+	if (!w->by_runs && detector_walker_set(m->det, ev->tgid, ev->dev_major, ev->dev_minor) < 0) {
 		free(w);
 		return NULL;
 	}
@@ -809,6 +826,7 @@ static struct walk *walk_new(struct walk_mgr *m, const struct dirahead_event *ev
 	m->st->walks_started++;
 	m->st->walks_list_only += list_only;
 	m->st->walks_ahead_only += w->serial;
+	m->st->walks_by_runs += w->by_runs;
 	tell_watch(m);
 	log_debug("walk: pid %u (%s) descends from %s: listing the tree ahead of it%s",
 		 w->tgid, w->comm, w->path,
@@ -963,6 +981,21 @@ static bool judge_listing(struct walk *w, const struct dirahead_event *ev)
 	return false;
 }
 
+static void follow(struct walk *w, const struct dirahead_event *ev);
+
+/* A run reported after one further on in the same directory (the openers resolve runs by path
+ * in parallel, and out of order): the program is past it, the walk stays where it is (a step
+ * back would count as votes for another order, and what it passed as passed over). */
+static bool stale_run(struct walk *w, const struct wnode *n)
+{
+	const struct wnode *c = w->cursor;
+	if (!c || c == n || !n->parent || c->parent != n->parent)
+		return false;
+	int64_t pn = wtree_kid_pos(&w->tree, n->parent, n);
+	int64_t pc = wtree_kid_pos(&w->tree, c->parent, c);
+	return pn >= 0 && pc >= 0 && pn < pc;
+}
+
 void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 {
 	struct walk *w = walk_of(m, ev->tgid);
@@ -971,6 +1004,21 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		cand_listing(m, ev);
 		return;
 	}
+	follow(w, ev);
+}
+
+void walk_mgr_on_run(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	struct walk *w = walk_of(m, ev->tgid);
+	if (w && w->by_runs && w->dev_major == ev->dev_major && w->dev_minor == ev->dev_minor &&
+	    ev->parent_ino)
+		follow(w, ev);
+}
+
+/* The program of walk w is in ev's directory now (it lists it, or its run of stats is there). */
+static void follow(struct walk *w, const struct dirahead_event *ev)
+{
+	struct walk_mgr *m = w->mgr;
 	w->last_ns = mono_ns();
 	/* its credentials changed (dropped privileges): never served with the old ones */
 	if (!procdir_cred_same(&w->cred, ev)) {
@@ -982,6 +1030,8 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 		return;
 	}
 	struct wnode *n = wtree_find(&w->tree, ev->ino);
+	if (n && w->by_runs && stale_run(w, n))
+		return;
 	if (n) {
 		w->pending_ino = 0;
 		w->strays = 0;
@@ -1066,6 +1116,11 @@ bool walk_mgr_tick(struct walk_mgr *m)
 			continue;
 		if (!w->open && t - w->last_ns > idle) {
 			end_walk(w, DD_END_IDLE);
+			continue;
+		}
+		/* BPF reports the exit of its walkers only: the program of runs is checked here */
+		if (w->by_runs && !procdir_alive(w->tgid)) {
+			end_walk(w, DD_END_EXITED);
 			continue;
 		}
 		if (!policy_enabled(m->pol))

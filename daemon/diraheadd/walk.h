@@ -9,6 +9,12 @@
  * fetched: nothing to confirm, open or ramp) and drops subtrees the program passed over.
  * Symlinks, mount and automount points are never entered.
  *
+ * A program that lists nothing but stats the files of a tree by name from a list (a version
+ * control index, a build tool, an rsync receiver) is followed the same way by its runs of stats
+ * (DIRAHEAD_EVF_UNLISTED) in a second directory of one parent: the detector keeps reporting
+ * each of its runs as a scan, and each one moves the walk's cursor (walk_mgr_on_run) instead of
+ * a listing.  Those reports are all it has of where the program is: it is not a walker to BPF.
+ *
  * Where the program's stats need no prefetch (they are fast, or fetching them did not pay) but
  * its listings wait on the filesystem (sshfs, NFS or FUSE readdirplus: the listing brings the
  * attributes), a walk lists only: it reads the directories ahead and fetches no entry but the
@@ -68,6 +74,9 @@ void walk_mgr_candidate(struct walk_mgr *w, const struct dirahead_event *ev);
 bool walk_mgr_walking(const struct walk_mgr *w, uint32_t tgid, uint32_t dev_major,
 		      uint32_t dev_minor);
 void walk_mgr_on_listing(struct walk_mgr *w, const struct dirahead_event *ev);
+/* A run of stats without a listing (a SCAN event with DIRAHEAD_EVF_UNLISTED, its directory and
+ * parent known) skipped as walked: where it is the walk of a program's runs, it moves there. */
+void walk_mgr_on_run(struct walk_mgr *w, const struct dirahead_event *ev);
 /* A stat of process tgid blocked on that filesystem, in directory ino (0: not known; the
  * sentinel's signal): where its walk lists only because the stats at its top were fast, the
  * depth of that directory is judged to pay, and the walk fetches the entries of the

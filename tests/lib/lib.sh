@@ -250,6 +250,17 @@ slowfs_ctl() {
 	"$BUILD/slowfsctl" "$SLOWFS_CTL" "$@"
 }
 
+# slowfs_own_lookups CMD...: runs CMD, waits for it (failing if it fails), prints the lookups
+# it sent slowfs itself; its pid goes to $T/pid.
+slowfs_own_lookups() {
+	local pid
+	"$@" &
+	pid=$!
+	echo $pid >"$T/pid"
+	wait $pid || fail "$1 failed"
+	slowfs_stat "pid.$pid.lookup"
+}
+
 slowfs_stat() {
 	local out
 	out=$(slowfs_ctl stats) || fail "slowfs_ctl stats failed"
