@@ -302,7 +302,10 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	 * logged once in a run of them */
 	bool again = why == DD_SKIP_FILTERED && ev->tgid == m->last_filtered;
 	m->last_filtered = why == DD_SKIP_FILTERED ? ev->tgid : 0;
-	if (!again)
+	/* the walk of a program's runs is told of each of them: one skip per directory it goes
+	 * through, not logged or kept among the decisions (as the walker's listings are not) */
+	bool run_walked = why == DD_SKIP_WALKED && (ev->flags & DIRAHEAD_EVF_UNLISTED);
+	if (!again && !run_walked)
 		log_debug("scan skipped: pid %u (%.16s) %.256s: %s", ev->tgid, ev->comm, ev->path,
 			  dd_skip_reason_names[why]);
 	if (why == DD_SKIP_WALKED && (ev->flags & DIRAHEAD_EVF_UNLISTED))
@@ -334,7 +337,7 @@ static void skip_why(struct scan_mgr *m, const struct dirahead_event *ev, enum d
 	/* Recorded after the mute: the program's next listings are not tracked meanwhile.  Not
 	 * what [filter] and pseudo filesystems leave out: every other program's scans, they would
 	 * crowd the decisions of those that may be helped out of the log. */
-	if (why == DD_SKIP_FILTERED || why == DD_SKIP_PSEUDO_FS)
+	if (why == DD_SKIP_FILTERED || why == DD_SKIP_PSEUDO_FS || run_walked)
 		return;
 	struct dec_nums dn = n ? *n : (struct dec_nums)DEC_NUMS_INIT;
 	char dir[DIRAHEAD_PATH_LEN];
@@ -446,8 +449,12 @@ static void start_walk(struct scan *s, const struct dirahead_event *ev)
 		       m->last_start.dev_minor == s->dev_minor &&
 		       m->last_start.parent_ino == e.parent_ino && m->last_start.ino != e.ino;
 	char top[DIRAHEAD_PATH_LEN];
+	const char *slash = s->unlisted && (ev->ref & DIRAHEAD_REF_PATH) ? strrchr(s->path, '/')
+									   : NULL;
 	if (parent)
 		snprintf(top, sizeof(top), "%s", parent->path);
+	else if (slash && slash > s->path) /* a run by path: its runs are placed by these names */
+		snprintf(top, sizeof(top), "%.*s", (int)(slash - s->path), s->path);
 	else
 		snprintf(top, sizeof(top), "(dev %u:%u ino %llu)", s->dev_major, s->dev_minor,
 			 (unsigned long long)e.parent_ino);
@@ -608,7 +615,8 @@ static void on_scan_event(struct scan_mgr *m, const struct dirahead_event *ev)
 	if (v.act == GATE_SKIP) {
 		skip(m, ev, v.why);
 	} else if (v.act == GATE_RESOLVE) {
-		int why = start_resolving(m, ev);
+		/* where the walk of its runs knows the directory by name, nothing to resolve */
+		int why = walk_mgr_run_at(m->walks, ev) ? DD_SKIP_WALKED : start_resolving(m, ev);
 		if (why)
 			skip(m, ev, (enum dd_skip_reason)why);
 	} else {

@@ -996,6 +996,19 @@ static bool stale_run(struct walk *w, const struct wnode *n)
 	return pn >= 0 && pc >= 0 && pn < pc;
 }
 
+/* The program of walk w is in n now (ev: its listing, or its run of stats there). */
+static void moved_to(struct walk *w, struct wnode *n, const struct dirahead_event *ev)
+{
+	if (w->by_runs && stale_run(w, n))
+		return;
+	w->pending_ino = 0;
+	w->strays = 0;
+	visit(w, n, ev->list_ns ? ev->ts_ns - ev->list_ns : ev->ts_ns);
+	if (judge_listing(w, ev))
+		return;
+	pump(w);
+}
+
 void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 {
 	struct walk *w = walk_of(m, ev->tgid);
@@ -1015,6 +1028,48 @@ void walk_mgr_on_run(struct walk_mgr *m, const struct dirahead_event *ev)
 		follow(w, ev);
 }
 
+/* The node of the walk's tree a run by path is in, by its names below the walk's top as the
+ * program names it (w->path): NULL if the path says nothing (another name for the top, a
+ * directory the walk has not listed yet). */
+static struct wnode *run_node(struct walk *w, const char *path)
+{
+	size_t n = strlen(w->path);
+	if (!w->by_runs || w->life != WALK_WALKING || !w->root || w->path[0] == '(' ||
+	    strncmp(path, w->path, n) || path[n] != '/')
+		return NULL;
+	struct wnode *node = w->root;
+	for (const char *p = path + n; node && *p;) {
+		while (*p == '/')
+			p++;
+		size_t len = strcspn(p, "/");
+		if (!len)
+			break;
+		node = wtree_kid_named(&w->tree, node, p, len);
+		p += len;
+	}
+	return node;
+}
+
+bool walk_mgr_run_at(struct walk_mgr *m, const struct dirahead_event *ev)
+{
+	struct walk *w = walk_of(m, ev->tgid);
+	if (!w || !(ev->ref & DIRAHEAD_REF_PATH) || ev->name_dev_major != w->dev_major ||
+	    ev->name_dev_minor != w->dev_minor)
+		return false;
+	char path[DIRAHEAD_PATH_LEN];
+	snprintf(path, sizeof(path), "%.*s", DIRAHEAD_PATH_LEN - 1, ev->path);
+	struct wnode *n = run_node(w, path);
+	if (!n)
+		return false;
+	w->last_ns = mono_ns();
+	if (!procdir_cred_same(&w->cred, ev)) {
+		end_walk(w, DD_END_CRED);
+		return false;
+	}
+	moved_to(w, n, ev);
+	return true;
+}
+
 /* The program of walk w is in ev's directory now (it lists it, or its run of stats is there). */
 static void follow(struct walk *w, const struct dirahead_event *ev)
 {
@@ -1030,15 +1085,8 @@ static void follow(struct walk *w, const struct dirahead_event *ev)
 		return;
 	}
 	struct wnode *n = wtree_find(&w->tree, ev->ino);
-	if (n && w->by_runs && stale_run(w, n))
-		return;
 	if (n) {
-		w->pending_ino = 0;
-		w->strays = 0;
-		visit(w, n, ev->list_ns ? ev->ts_ns - ev->list_ns : ev->ts_ns);
-		if (judge_listing(w, ev))
-			return;
-		pump(w);
+		moved_to(w, n, ev);
 		return;
 	}
 	struct wnode *p = wtree_find(&w->tree, ev->parent_ino);

@@ -77,6 +77,10 @@ void walk_mgr_on_listing(struct walk_mgr *w, const struct dirahead_event *ev);
 /* A run of stats without a listing (a SCAN event with DIRAHEAD_EVF_UNLISTED, its directory and
  * parent known) skipped as walked: where it is the walk of a program's runs, it moves there. */
 void walk_mgr_on_run(struct walk_mgr *w, const struct dirahead_event *ev);
+/* A run of stats by path (its SCAN event, not resolved): where its process's walk of runs knows
+ * the directory by the names below its top, the walk moves there and true is returned (the
+ * run needs no resolving: its directory is the walk's, fetched or being fetched). */
+bool walk_mgr_run_at(struct walk_mgr *w, const struct dirahead_event *ev);
 /* A stat of process tgid blocked on that filesystem, in directory ino (0: not known; the
  * sentinel's signal): where its walk lists only because the stats at its top were fast, the
  * depth of that directory is judged to pay, and the walk fetches the entries of the

@@ -115,6 +115,29 @@ int64_t wtree_kid_pos(const struct wtree *t, const struct wnode *p, const struct
 	return -1;
 }
 
+struct wnode *wtree_kid_named(const struct wtree *t, const struct wnode *p, const char *name,
+			      size_t len)
+{
+	uint32_t lo = p->first, hi = p->nkids;
+	if (t->by_name) { /* sorted by name: the first kid not below it */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			int c = strncmp(p->kids[mid]->name, name, len);
+			if (c < 0 || (c == 0 && p->kids[mid]->name[len]))
+				c = c < 0 ? -1 : 1;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		hi = lo < p->nkids ? lo + 1 : lo;
+	}
+	for (uint32_t i = lo; i < hi; i++)
+		if (!strncmp(p->kids[i]->name, name, len) && !p->kids[i]->name[len])
+			return p->kids[i];
+	return NULL;
+}
+
 void wtree_sort(const struct wtree *t, struct wnode *n)
 {
 	for (uint32_t i = n->first; i < n->nkids; i++)

@@ -9,6 +9,7 @@
 #define DIRAHEAD_WTREE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "host.h"
 
@@ -66,6 +67,9 @@ void wtree_destroy(struct wtree *t);
 bool wtree_add_kid(const struct wtree *t, struct wnode *p, struct wnode *k);
 /* k's index in p->kids, -1 if not there. */
 int64_t wtree_kid_pos(const struct wtree *t, const struct wnode *p, const struct wnode *k);
+/* p's kid whose name is the len bytes at name, NULL if none (still in the tree: from `first`). */
+struct wnode *wtree_kid_named(const struct wtree *t, const struct wnode *p, const char *name,
+			      size_t len);
 /* Every kids array below n in the tree's order (after it changed). */
 void wtree_sort(const struct wtree *t, struct wnode *n);
 /* d more WN_NEW nodes below each of n's ancestors. */

@@ -8,7 +8,8 @@
 # of waiting unlisted_stats names and a few round trips in each.  Five runs, each on a tree of
 # its own (cold): every one is followed and helped alike (the program's own lookups, not time:
 # this test holds on a busy machine; `make bench` shows the time).  Before the walk a run sent
-# ~30% of its lookups itself.  The walk ends with its program (BPF reports no exit of a
+# ~30% of its lookups itself.  A run in a directory the walk knows is placed by its path's names
+# below the walk's top (not resolved, each resolution an open of the directory).  The walk ends with its program (BPF reports no exit of a
 # program it does not know as a walker).  Control: the same program over an unsorted list
 # (names shuffled) starts no walk of its runs.
 . "$(dirname "$0")/../lib/lib.sh"
@@ -52,8 +53,12 @@ for r in $(seq 1 $RUNS); do
 	# the walk is over with its program (its tick), not after the idle time (5 s)
 	wait_for 3 eval '[ "$(daemon_stat walks_ended.process_exited)" -gt "$exited" ]'
 done
-info "runs: $min to $max lookups of their own"
+opened=$(slowfs_stat "pid.$DAEMON_PID.opendir")
+info "runs: $min to $max lookups of their own; the daemon opened $opened directories"
 assert_le $(((max - min) * 100)) $((off * 10)) "spread of the runs: 10% of the lookups without the daemon at most"
+# a run in a directory the walk knows is placed by its names, not resolved (opened) again: the
+# walk's own opening of each directory, and a few before it started (resolving each: ~290)
+assert_le "$opened" $((RUNS * (DIRS + 10))) "directories the daemon opened"
 
 info "control: names in no order, no walk of its runs"
 slowfs_own_lookups "$PY" "$T/statlist.py" "$T/tshuf.list" >/dev/null
