@@ -861,9 +861,12 @@ bool walk_mgr_start(struct walk_mgr *m, const struct dirahead_event *ev,
 void walk_mgr_candidate(struct walk_mgr *m, const struct dirahead_event *ev)
 {
 	if (!m->cfg.walk_enabled || !m->cfg.walk_list_only || !ev->parent_ino ||
-	    ev->parent_ino == ev->ino || walk_mgr_walking(m, ev->tgid, UINT32_MAX, UINT32_MAX))
+	    ev->parent_ino == ev->ino ||
+	    walk_mgr_walking(m, ev->tgid, ev->dev_major, ev->dev_minor))
 		return;
-	/* (where lookups serialize, its walk fetches ahead of it: listing ahead is not judged) */
+	/* (a walk of it on another filesystem does not stop it: the program is here now, and a
+	 * walk from here ends that one; where lookups serialize, its walk fetches ahead of it:
+	 * listing ahead is not judged) */
 	if (policy_enabled(m->pol) && !serial_lookups(m, ev) &&
 	    !policy_list_allowed(m->pol, policy_fs_mount(m->pol, ev->dev_major, ev->dev_minor,
 							 ev->magic, ev->mnt_id, mono_ns()),
@@ -1013,6 +1016,11 @@ void walk_mgr_on_listing(struct walk_mgr *m, const struct dirahead_event *ev)
 {
 	struct walk *w = walk_of(m, ev->tgid);
 	m->st->walk_listings++;
+	/* a candidate on another filesystem than its walk's: BPF reports its listings there now
+	 * (walk_mgr_candidate), and a walk from there ends the old one */
+	if (w && (w->dev_major != ev->dev_major || w->dev_minor != ev->dev_minor) &&
+	    cand_of(m, ev->tgid))
+		w = NULL;
 	if (!w) {
 		cand_listing(m, ev);
 		return;
