@@ -999,6 +999,16 @@ static bool stale_run(struct walk *w, const struct wnode *n)
 	return pn >= 0 && pc >= 0 && pn < pc;
 }
 
+/* ev's credentials are the walk's; else (dropped privileges) the walk ends: never served
+ * with the old ones. */
+static bool cred_holds(struct walk *w, const struct dirahead_event *ev)
+{
+	if (procdir_cred_same(&w->cred, ev))
+		return true;
+	end_walk(w, DD_END_CRED);
+	return false;
+}
+
 /* The program of walk w is in n now (ev: its listing, or its run of stats there). */
 static void moved_to(struct walk *w, struct wnode *n, const struct dirahead_event *ev)
 {
@@ -1070,10 +1080,8 @@ bool walk_mgr_run_at(struct walk_mgr *m, const struct dirahead_event *ev)
 	if (!n)
 		return false;
 	w->last_ns = mono_ns();
-	if (!procdir_cred_same(&w->cred, ev)) {
-		end_walk(w, DD_END_CRED);
+	if (!cred_holds(w, ev))
 		return false;
-	}
 	moved_to(w, n, ev);
 	return true;
 }
@@ -1083,11 +1091,8 @@ static void follow(struct walk *w, const struct dirahead_event *ev)
 {
 	struct walk_mgr *m = w->mgr;
 	w->last_ns = mono_ns();
-	/* its credentials changed (dropped privileges): never served with the old ones */
-	if (!procdir_cred_same(&w->cred, ev)) {
-		end_walk(w, DD_END_CRED);
+	if (!cred_holds(w, ev))
 		return;
-	}
 	if (w->life == WALK_OPENING) { /* the top is still being opened */
 		w->pending_ino = ev->ino;
 		return;
