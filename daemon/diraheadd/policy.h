@@ -311,7 +311,8 @@ double policy_entry_cost_ns(const struct policy *p);
  *     policy_reads_shared()), the program on its own waits for each block once, and our
  *     requests in parallel wait for the same reads at once: their time in flight.  Elsewhere
  *     (FUSE, a network filesystem) each stat is its own round trip: the sum of the latencies.
- *     Listings, on every filesystem, by the walk's listings' time in flight (one queue).
+ *     Listings by the walk's listings' time in flight (one queue), but on a block device
+ *     by the sum of their latencies (policy_saved_walk_s).
  * Where the first stats of a directory (the probe) each read a block of their own, "before x
  * stats" overstated the saving tenfold (a tree on a slow block device) and more (62 s claimed
  * for a 1.6 s ls -l).
@@ -330,7 +331,9 @@ double policy_entry_cost_ns(const struct policy *p);
  * policy_saved_walk_s(): a walk listed `listed_ahead` directories before its program did; each
  * saved the program's listing of a directory on its own (its own first listings, else the
  * daemon's first getdents) less its listing of one listed ahead (list.own_ns or list.first_ns,
- * list.ahead_ns), bounded by what the walk's listings waited (`lists`).  Its `entries_used`
+ * list.ahead_ns), bounded by what the walk's listings waited (`lists`); on a block device
+ * (shared), which reads directories in parallel, by the sum of their latencies instead (each
+ * directory a read of its own; the program stats while the walk lists ahead).  Its `entries_used`
  * prefetched entries in directories the program listed count as stats with the filesystem's
  * remembered figures, as a scan's without its own (a walk's directories are never a scan's:
  * those are skipped as walked),

@@ -272,14 +272,15 @@ static void end_walk(struct walk *w, enum dd_end_reason why)
 	dd_stats_saved(m->st, walk_fs(w), fsmagic_name(w->magic), saved, measured, true);
 	log_debug("walk end: pid %u (%s) below %s: %s, %llu directories listed by it, %llu entries "
 		  "prefetched, %.3f s, saved %s%.3f s (%llu listed ahead, %llu entries used; its "
-		  "requests %.3f s, in flight %.3f s, its listings in flight %.3f s; %.0f units; a "
+		  "requests %.3f s, in flight %.3f s, its listings %.3f s, in flight %.3f s; %.0f units; a "
 		  "stat %.0f us on its own, a listing %.0f us, the daemon's first %.0f us)",
 		  w->tgid, w->comm,
 		  w->path, dd_end_reason_names[why], (unsigned long long)w->visited,
 		  (unsigned long long)w->entries, (double)(mono_ns() - w->start_ns) / 1e9,
 		  measured ? "~" : "(unjudged) ", saved, (unsigned long long)w->listed_ahead,
 		  (unsigned long long)w->entries_used, w->waits.lat_sum_ns / 1e9,
-		  w->waits.busy_ns / 1e9, w->lists.busy_ns / 1e9, policy_waits_units(&w->waits),
+		  w->waits.busy_ns / 1e9, w->lists.lat_sum_ns / 1e9, w->lists.busy_ns / 1e9,
+		  policy_waits_units(&w->waits),
 		  walk_fs(w)->before_ns / 1e3, walk_fs(w)->list.own_ns / 1e3,
 		  walk_fs(w)->list.first_ns / 1e3);
 	struct dec_nums dn = { .cost_ns = why == DD_END_NO_GAIN ? walk_fs(w)->list.own_ns : -1,
