@@ -25,7 +25,9 @@ dev=$(awk -v m="$T/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
 
 hz=$(getconf CLK_TCK)
 cpu_us() { echo $(($(daemon_cpu_ticks) * 1000000 / hz)); }
-ended() { [ "$(daemon_stat scans_ended.completed)" -ge 1 ]; }
+# the scan is over: read to its end, or its program gone first (beside busy loops a control
+# stretch held the window while ls went on to its end: ended process_exited)
+ended() { [ $(($(daemon_stat scans_ended.completed) + $(daemon_stat scans_ended.process_exited))) -ge 1 ]; }
 
 daemon_start
 # the first scan: the filesystem pays
