@@ -189,6 +189,7 @@ static void discard(struct scan *s)
 {
 	if (s->pre_fd >= 0)
 		close(s->pre_fd);
+	free(s->real);
 	free(s);
 }
 
