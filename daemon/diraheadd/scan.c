@@ -184,7 +184,8 @@ static void update_timer(struct scan_mgr *m)
 	host_update(m->host);
 }
 
-/* A scan never linked in (admit_scan gave up on it). */
+/* A scan never linked in (admit_scan gave up on it), or one still listed at shutdown
+ * (scan_mgr_free). */
 static void discard(struct scan *s)
 {
 	if (s->pre_fd >= 0)
